@@ -1,0 +1,35 @@
+# Two commands for a newcomer: `make demo` and `make test`. Both build .venv when it is missing.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+SHARED ?= ../shared
+
+export PYSPARK_PYTHON := $(abspath $(PY))
+export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
+export SEGMENTLOG_SHARED := $(abspath $(SHARED))
+
+.PHONY: demo test test-fast bench clean venv
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test,bench]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m segmentlog_source.demo
+
+test: $(STAMP)
+	$(PY) -m pytest -n 2 --dist loadgroup -q
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow and not spark"
+
+bench: $(STAMP)
+	$(PY) -m bench.run
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache demo-data

@@ -1,0 +1,74 @@
+"""The one error vocabulary of segmentlog.
+
+Every layer raises these, where the fact is known, and nobody re-wraps them into vaguer messages.
+A user reading an error should learn *which* file (and byte position) or *which* option is wrong.
+"""
+
+from __future__ import annotations
+
+
+class SegmentLogError(Exception):
+    """Base class of every error segmentlog raises on purpose."""
+
+
+class CorruptDataError(SegmentLogError):
+    """Bytes that are not what a Kafka broker writes: bad CRC, truncated batch, absurd lengths...
+
+    `path` and `position` locate the problem; `position` is a byte position in `path`
+    (for records inside a batch, the position of the batch).
+    """
+
+    def __init__(self, message: str, path: str | None = None, position: int | None = None):
+        self.reason = message
+        self.path = path
+        self.position = position
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = f"{self.path}"
+            if self.position is not None:
+                where += f" at byte {self.position}"
+            where += ": "
+        elif self.position is not None:
+            where = f"at byte {self.position}: "
+        return where + self.reason
+
+    def located(self, path: str | None = None, offset: int = 0) -> "CorruptDataError":
+        """The same error, placed in a file: `offset` is added to the position.
+
+        Format code works on buffers and knows positions relative to the buffer; the storage
+        layer, which knows the file and where the buffer came from, calls this to complete it.
+        """
+        position = None if self.position is None else self.position + offset
+        err = type(self)(self.reason, path if path is not None else self.path, position)
+        return err
+
+    def __reduce__(self):
+        return (type(self), (self.reason, self.path, self.position))
+
+
+class BadOptionError(SegmentLogError, ValueError):
+    """An option (Spark reader/writer option, CLI flag, config) with an unusable value."""
+
+    def __init__(self, name: str, value: object, reason: str):
+        self.name = name
+        self.value = value
+        self.reason = reason
+        super().__init__(f"option {name}={value!r}: {reason}")
+
+    def __reduce__(self):
+        return (type(self), (self.name, self.value, self.reason))
+
+
+class DataLossError(SegmentLogError):
+    """Requested offsets that the log no longer (or never) holds."""
+
+
+class LogNotFoundError(SegmentLogError, FileNotFoundError):
+    """A path that is not, or does not contain, a Kafka log directory."""
+
+
+class LogLockedError(SegmentLogError):
+    """Another writer holds a partition's lock."""
