@@ -1,0 +1,68 @@
+import pytest
+
+from segmentlog_source.errors import BadOptionError
+from segmentlog_source.plan.options import EARLIEST, LATEST, parse_read_options
+
+
+def parse(**kw):
+    return parse_read_options({"path": "/data/logs", **kw})
+
+
+def test_defaults_read_everything():
+    o = parse()
+    assert o.paths == ("/data/logs",)
+    assert o.starting.default == EARLIEST and o.ending.default == LATEST
+    assert not o.starting.by_timestamp() and o.fail_on_data_loss
+    assert o.isolation_level == "read_uncommitted" and o.include_payload and not o.pushdown
+
+
+def test_option_names_are_case_insensitive_and_paths_json():
+    o = parse_read_options({"paths": '["/a","/b"]', "FAILONDATALOSS": "false"})
+    assert o.paths == ("/a", "/b") and not o.fail_on_data_loss
+
+
+def test_json_offsets_and_precedence_of_timestamps():
+    o = parse(startingOffsets='{"t":{"0":5,"1":-2}}', endingOffsets='{"t":{"0":-1}}')
+    assert o.starting.offsets == {"t": {0: 5, 1: EARLIEST}}
+    assert o.ending.offsets == {"t": {0: LATEST}}
+    o = parse(startingOffsets="earliest", startingTimestamp="1700000000000",
+              startingOffsetsByTimestamp='{"t":{"0":1}}')
+    assert o.starting.global_timestamp == 1700000000000  # startingTimestamp wins, as in Spark
+
+
+@pytest.mark.parametrize("name,value", [
+    ("startingOffsets", "latest"),
+    ("endingOffsets", "earliest"),
+    ("startingOffsets", '{"t":{"0":-1}}'),
+    ("endingOffsets", '{"t":{"0":-2}}'),
+    ("startingOffsets", '{"t":{"x":1}}'),
+    ("startingOffsets", "{not json"),
+    ("startingTimestamp", "yesterday"),
+    ("failOnDataLoss", "maybe"),
+    ("minPartitions", "0"),
+    ("isolationLevel", "serializable"),
+    ("assign", '{"t": 0}'),
+    ("subscribePattern", "(unclosed"),
+])
+def test_bad_values_name_the_option(name, value):
+    with pytest.raises(BadOptionError) as err:
+        parse(**{name: value})
+    assert name.lower() in str(err.value).lower()
+
+
+def test_only_one_topic_selector():
+    with pytest.raises(BadOptionError, match="only one of"):
+        parse(subscribe="a", assign='{"a":[0]}')
+
+
+def test_topic_selection():
+    assert parse(subscribe="a,b").selects_topic("b")
+    assert not parse(subscribe="a,b").selects_topic("c")
+    assert parse(subscribePattern="ord.*").selects_topic("orders")
+    o = parse(assign='{"a":[1]}')
+    assert o.selects_partition("a", 1) and not o.selects_partition("a", 0)
+
+
+def test_missing_path():
+    with pytest.raises(BadOptionError, match="no path"):
+        parse_read_options({})
