@@ -33,3 +33,27 @@ def shared_fixture(*parts: str) -> Path:
 @pytest.fixture(scope="session")
 def shared() -> Path:
     return shared_dir()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession per test process: local[2], workers on this interpreter."""
+    import sys
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]")
+               .appName("segmentlog-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.driver.memory", "2g")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    import segmentlog_source
+
+    segmentlog_source.register(session)
+    yield session
+    session.stop()

@@ -1,0 +1,306 @@
+"""The compression codecs of Kafka batches: the exact stream formats Kafka writes and reads.
+
+A compressed v2 batch holds its records as one stream after byte 61; a legacy wrapper holds its
+inner message set as its value. Codec ids (attributes bits 0-2): 0 none, 1 gzip, 2 snappy, 3 lz4,
+4 zstd (magic 2 only). gzip is a standard RFC 1952 stream and zstd a standard zstd frame; the
+other two use framings of their own.
+
+snappy, as snappy-java's SnappyOutputStream writes it ("xerial" framing, big-endian)::
+
+    off size field
+      0   8  magic 82 53 4e 41 50 50 59 00 ("\\x82SNAPPY\\0")
+      8   4  version (1)
+     12   4  minimum compatible version (1)
+     16   .. chunks: int32 compressed length + one raw snappy block of <= 32 KiB of input
+             (a chunk length equal to the first 4 magic bytes starts a concatenated stream)
+
+Without that magic the whole payload is one raw snappy block (some non-Java clients).
+
+lz4, as Kafka's Lz4BlockOutputStream writes it (the LZ4 frame format, little-endian)::
+
+    off size field
+      0   4  magic 04 22 4d 18
+      4   1  FLG: bits 7-6 version (01), 5 block independence (must be 1), 4 block checksum,
+             3 content size, 2 content checksum, 1-0 reserved. Kafka writes 0x60
+      5   1  BD: bits 6-4 max block size (4 = 64 KiB .. 7 = 4 MiB). Kafka writes 0x40
+     (6   8  content size, only if FLG bit 3)
+      .   1  HC = (xxh32(FLG, BD[, content size]) >> 8) & 0xff; magic 0 hashes from the
+             frame magic on (Kafka's old bug) and readers skip the check
+      .   .. blocks: uint32 size (high bit = stored uncompressed) + data [+ uint32 xxh32]
+      .   4  end mark 00000000 [+ uint32 content checksum, not verified, as in Kafka]
+
+Every decoder is bounded by `max_output` so that a small corrupt or hostile payload cannot make
+us allocate gigabytes, and every failure is a CorruptDataError (position None: the caller knows
+where the payload sits and locates the error).
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+import zlib
+
+import cramjam
+import numpy as np
+import xxhash
+
+from ..errors import BadOptionError, CorruptDataError
+from .batch import CODEC_NAMES
+
+NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
+
+# Kafka's own limit on a batch is ~1 MiB by default (max.message.bytes, raisable); 256 MiB of
+# decompressed records is far beyond anything real and still safe to hold in memory.
+DEFAULT_MAX_DECOMPRESSED = 256 * 1024 * 1024
+
+XERIAL_MAGIC = b"\x82SNAPPY\x00"
+XERIAL_HEADER = XERIAL_MAGIC + struct.pack(">ii", 1, 1)
+XERIAL_BLOCK_SIZE = 32 * 1024        # snappy-java's default block size
+_XERIAL_MAGIC_HEAD = struct.unpack(">i", XERIAL_MAGIC[:4])[0]
+
+LZ4_MAGIC = b"\x04\x22\x4d\x18"
+LZ4_FLG = 0x60                       # version 01, independent blocks, no checksums, no size
+LZ4_BD = 0x40                        # 64 KiB blocks
+LZ4_BLOCK_SIZE = 64 * 1024
+LZ4_DEFAULT_LEVEL = 9                # Kafka: level 9 means lz4's fast compressor, others LZ4-HC
+_LZ4_STORED = 0x80000000
+_FLG_VERSION_MASK, _FLG_INDEPENDENT, _FLG_BLOCK_CHECKSUM = 0xC0, 0x20, 0x10
+_FLG_CONTENT_SIZE, _FLG_CONTENT_CHECKSUM, _FLG_RESERVED = 0x08, 0x04, 0x03
+
+ZSTD_DEFAULT_LEVEL = 3               # Kafka's default (compression.zstd.level)
+# Levels Kafka accepts (KIP-390); the codec libraries accept the same ranges.
+_LEVELS = {GZIP: range(1, 10), LZ4: range(1, 18), ZSTD: range(-131072, 23)}
+
+_UINT32_LE = struct.Struct("<I")
+_INT32_BE = struct.Struct(">i")
+
+
+def decompress(codec: int, data, *, magic: int = 2,
+               max_output: int = DEFAULT_MAX_DECOMPRESSED) -> bytes:
+    """The uncompressed bytes of a `codec` stream, as Kafka's reader for `magic` sees them.
+
+    An empty payload is an empty stream for every codec (the cleaner's empty batches keep their
+    codec bits but carry no bytes). Raises CorruptDataError for malformed input and for output
+    larger than `max_output` (checked before or while decoding, never after allocating it).
+    """
+    name = _codec_name(codec)
+    if codec == ZSTD and magic < 2:
+        raise CorruptDataError(f"zstd compression is invalid with magic {magic}")
+    view = memoryview(data).cast("B")
+    if len(view) == 0:
+        return b""
+    try:
+        if codec == NONE:
+            if len(view) > max_output:
+                raise _too_big(name, max_output)
+            return bytes(view)
+        if codec == GZIP:
+            return _gunzip(view, max_output)
+        if codec == SNAPPY:
+            return _unsnappy(view, max_output)
+        if codec == LZ4:
+            return _unlz4(view, magic, max_output)
+        return _unzstd(view, max_output)
+    except (cramjam.DecompressionError, zlib.error) as exc:  # callers need one vocabulary
+        raise CorruptDataError(f"{name}: {exc}") from exc
+
+
+def compress(codec: int, data, *, magic: int = 2, level: int | None = None) -> bytes:
+    """`data` compressed the way a Kafka producer or broker writes `codec` for `magic`.
+
+    `level` follows Kafka's compression.<codec>.level (gzip 1-9, lz4 1-17, zstd up to 22;
+    None is the codec's default, and gzip also takes -1 for it). The bytes need not match
+    Java's (codec libraries differ), but Kafka's readers accept them.
+    """
+    if codec not in range(len(CODEC_NAMES)):
+        raise BadOptionError("compression", codec,
+                             f"unknown codec id (known: 0-{len(CODEC_NAMES) - 1})")
+    if codec == ZSTD and magic < 2:
+        raise BadOptionError("compression", "zstd", f"zstd needs magic 2, not {magic}")
+    if codec == GZIP and level == -1:
+        level = None
+    if level is not None and level not in _LEVELS.get(codec, ()):
+        raise BadOptionError("compression.level", level,
+                             f"not a valid level for {CODEC_NAMES[codec]}")
+    view = memoryview(data).cast("B")
+    if codec == NONE:
+        return bytes(view)
+    if codec == GZIP:
+        # cramjam writes MTIME 0 and OS 0xff, the header a JDK 16+ broker writes.
+        return bytes(cramjam.gzip.compress(view, level=level))
+    if codec == SNAPPY:
+        chunks = [XERIAL_HEADER]
+        for start in range(0, len(view), XERIAL_BLOCK_SIZE):
+            block = bytes(cramjam.snappy.compress_raw(view[start:start + XERIAL_BLOCK_SIZE]))
+            chunks += [_INT32_BE.pack(len(block)), block]
+        return b"".join(chunks)
+    if codec == LZ4:
+        return _lz4_frame(view, magic, LZ4_DEFAULT_LEVEL if level is None else level)
+    return bytes(cramjam.zstd.compress(view, level=ZSTD_DEFAULT_LEVEL if level is None else level))
+
+
+def _codec_name(codec: int) -> str:
+    if not 0 <= codec < len(CODEC_NAMES):
+        raise CorruptDataError(f"unknown compression codec {codec}")
+    return CODEC_NAMES[codec]
+
+
+def _too_big(name: str, max_output: int) -> CorruptDataError:
+    return CorruptDataError(f"{name}: decompressed size exceeds the limit of {max_output} bytes")
+
+
+def _gunzip(data: memoryview, max_output: int) -> bytes:
+    out = bytearray()
+    rest = data
+    while True:
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)  # gzip wrapper only, as GZIPInputStream
+        # Asking for one byte more than allowed tells a bomb from a stream that just fits.
+        out += inflater.decompress(rest, max_output - len(out) + 1)
+        if len(out) > max_output:
+            raise _too_big("gzip", max_output)
+        if not inflater.eof:
+            raise CorruptDataError("gzip: truncated stream (no end of deflate data or trailer)")
+        rest = inflater.unused_data
+        # Java's GZIPInputStream decodes concatenated members and ignores any other trailing bytes.
+        if rest[:2] != b"\x1f\x8b":
+            return bytes(out)
+
+
+def _unsnappy(data: memoryview, max_output: int) -> bytes:
+    if len(data) < len(XERIAL_HEADER) or data[:8] != XERIAL_MAGIC:
+        return _snappy_block(data, 0, max_output)  # snappy-java's fallback: one raw block
+    out = bytearray()
+    pos = 0
+    while len(data) - pos >= 4:  # snappy-java stops quietly when fewer than 4 bytes remain
+        if pos == 0 or _INT32_BE.unpack_from(data, pos)[0] == _XERIAL_MAGIC_HEAD:
+            _check_xerial_header(data, pos)
+            pos += len(XERIAL_HEADER)
+            continue
+        length = _INT32_BE.unpack_from(data, pos)[0]
+        pos += 4
+        if length < 0 or length > len(data) - pos:
+            raise CorruptDataError(f"snappy: chunk of {length} bytes at byte {pos - 4} runs past "
+                                   f"the end of the {len(data)}-byte stream")
+        out += _snappy_block(data[pos:pos + length], len(out), max_output)
+        pos += length
+    return bytes(out)
+
+
+def _check_xerial_header(data: memoryview, pos: int) -> None:
+    if len(data) - pos < len(XERIAL_HEADER) or data[pos:pos + 8] != XERIAL_MAGIC:
+        raise CorruptDataError(f"snappy: bad xerial stream header at byte {pos}")
+    version = _INT32_BE.unpack_from(data, pos + 8)[0]
+    if version < 1:
+        raise CorruptDataError(f"snappy: unsupported xerial stream version {version}")
+
+
+def _snappy_block(block: memoryview, produced: int, max_output: int) -> bytes:
+    # A raw block starts with its uncompressed length, so a bomb is refused before decoding.
+    if produced + cramjam.snappy.decompress_raw_len(block) > max_output:
+        raise _too_big("snappy", max_output)
+    return bytes(cramjam.snappy.decompress_raw(block))
+
+
+def _unlz4(data: memoryview, magic: int, max_output: int) -> bytes:
+    # Parsed here rather than by cramjam.lz4.decompress: that refuses magic 0's broken header
+    # checksum and accepts linked blocks, both unlike Kafka's Lz4BlockInputStream.
+    if len(data) < 7 or data[:4] != LZ4_MAGIC:
+        raise CorruptDataError("lz4: not an LZ4 frame (bad magic)")
+    flg, bd = data[4], data[5]
+    if flg & _FLG_VERSION_MASK != 0x40 or flg & _FLG_RESERVED:
+        raise CorruptDataError(f"lz4: unsupported frame flags 0x{flg:02x}")
+    if not flg & _FLG_INDEPENDENT:
+        raise CorruptDataError("lz4: dependent (linked) blocks are not supported by Kafka")
+    if bd & 0x8F or not 4 <= bd >> 4 <= 7:
+        raise CorruptDataError(f"lz4: bad block descriptor 0x{bd:02x}")
+    max_block = 1 << (2 * (bd >> 4) + 8)
+    pos = 6 + (8 if flg & _FLG_CONTENT_SIZE else 0)
+    if len(data) <= pos:
+        raise CorruptDataError("lz4: truncated frame header")
+    # Magic 0 frames carry Kafka's old, wrong header checksum; Kafka skips the check for them.
+    if magic >= 1 and data[pos] != _descriptor_checksum(bytes(data[4:pos])):
+        raise CorruptDataError("lz4: frame header checksum mismatch")
+    pos += 1
+    out = bytearray()
+    scratch = bytearray(max_block)  # Kafka decodes each block into a buffer of the maximum size
+    while True:
+        if len(data) - pos < 4:
+            raise CorruptDataError("lz4: truncated frame (no end mark)")
+        word = _UINT32_LE.unpack_from(data, pos)[0]
+        pos += 4
+        size = word & ~_LZ4_STORED
+        if size == 0:  # end mark; Kafka reads exactly one frame and ignores what follows
+            if flg & _FLG_CONTENT_CHECKSUM and len(data) - pos < 4:
+                raise CorruptDataError("lz4: truncated content checksum")
+            return bytes(out)
+        if size > max_block:
+            raise CorruptDataError(
+                f"lz4: block of {size} bytes exceeds the frame's maximum {max_block}")
+        if len(data) - pos < size + (4 if flg & _FLG_BLOCK_CHECKSUM else 0):
+            raise CorruptDataError(f"lz4: block of {size} bytes at byte {pos - 4} is truncated")
+        block = data[pos:pos + size]
+        pos += size
+        if flg & _FLG_BLOCK_CHECKSUM:
+            if _UINT32_LE.unpack_from(data, pos)[0] != _xxh32(block):
+                raise CorruptDataError("lz4: block checksum mismatch")
+            pos += 4
+        if word & _LZ4_STORED:
+            chunk = block
+        else:
+            # decompress_block_into reports the real length; decompress_block would zero-pad.
+            chunk = memoryview(scratch)[:cramjam.lz4.decompress_block_into(block, scratch)]
+        if len(out) + len(chunk) > max_output:
+            raise _too_big("lz4", max_output)
+        out += chunk
+
+
+def _lz4_frame(data: memoryview, magic: int, level: int) -> bytes:
+    if level == LZ4_DEFAULT_LEVEL:
+        options = {"mode": "default"}
+    else:
+        options = {"mode": "high_compression", "compression": level}
+    parts = [LZ4_MAGIC, bytes((LZ4_FLG, LZ4_BD, _lz4_header_checksum(magic)))]
+    for start in range(0, len(data), LZ4_BLOCK_SIZE):
+        chunk = data[start:start + LZ4_BLOCK_SIZE]
+        block = bytes(cramjam.lz4.compress_block(chunk, store_size=False, **options))
+        if len(block) >= len(chunk):  # incompressible: stored as is, as Kafka's writer does
+            parts += [_UINT32_LE.pack(len(chunk) | _LZ4_STORED), bytes(chunk)]
+        else:
+            parts += [_UINT32_LE.pack(len(block)), block]
+    parts.append(b"\x00\x00\x00\x00")
+    return b"".join(parts)
+
+
+def _lz4_header_checksum(magic: int) -> int:
+    descriptor = bytes((LZ4_FLG, LZ4_BD))
+    if magic == 0:  # Kafka before 0.10 hashed from the frame magic on; v0 readers expect that
+        descriptor = LZ4_MAGIC + descriptor
+    return _descriptor_checksum(descriptor)
+
+
+@functools.lru_cache(maxsize=256)  # nearly every frame has the same few descriptors
+def _descriptor_checksum(descriptor: bytes) -> int:
+    return (_xxh32(descriptor) >> 8) & 0xFF
+
+
+def _xxh32(data) -> int:
+    """XXH32(data, seed 0), the checksum of LZ4 frame descriptors and blocks."""
+    return xxhash.xxh32_intdigest(data)
+
+
+def _unzstd(data: memoryview, max_output: int) -> bytes:
+    # cramjam decodes into a caller's buffer and fails once it is full, which bounds the output.
+    # A small first buffer keeps the common case cheap; only a payload that outgrows it pays for
+    # a second pass into one of the full size (np.empty: pages are only touched when written).
+    first = min(max_output + 1, max(1 << 20, 32 * len(data)))
+    for size in (first, max_output + 1) if first <= max_output else (first,):
+        buffer = np.empty(size, np.uint8)
+        try:
+            written = cramjam.zstd.decompress_into(data, buffer)
+        except cramjam.DecompressionError as exc:
+            if "write whole buffer" in str(exc):  # the output did not fit
+                continue
+            raise
+        if written <= max_output:
+            return buffer[:written].tobytes()
+    raise _too_big("zstd", max_output)
