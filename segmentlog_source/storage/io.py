@@ -248,6 +248,17 @@ class LocalFileSystem:
 
         shutil.rmtree(path, ignore_errors=True)
 
+    def remove_empty_dir(self, path: str) -> bool:
+        """Remove `path` if it is an empty directory; True if it is gone. Never removes content,
+        so it is safe while another process may be creating files in it."""
+        try:
+            os.rmdir(path)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        return True
+
     def truncate(self, path: str, size: int) -> None:
         os.truncate(path, size)
 

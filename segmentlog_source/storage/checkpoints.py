@@ -1,0 +1,199 @@
+"""The small text files: offset checkpoints, `leader-epoch-checkpoint`, `partition.metadata` (§1.3).
+
+Checkpoint layout (UTF-8, `\\n` line ends)::
+
+    <version>\\n <entry count>\\n <entry>\\n ...
+
+    offset checkpoints (version 0)    `<topic> <partition> <offset>`
+    leader-epoch-checkpoint (0)       `<leaderEpoch> <startOffset>`, ascending epochs
+
+An empty file, or one with only the version line, holds no entries. `partition.metadata` is
+exactly `version: 0\\ntopic_id: <base64url UUID, 22 chars>` with no trailing newline.
+Writers replace files atomically (temp file, fsync, rename), as the broker does.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import uuid
+from typing import Callable, NamedTuple, TypeVar
+
+from ..errors import BadOptionError, CorruptDataError
+from .io import LOCAL
+
+OFFSET_CHECKPOINT_VERSION = 0
+LEADER_EPOCH_CHECKPOINT_VERSION = 0
+PARTITION_METADATA_VERSION = 0
+
+T = TypeVar("T")
+_SPACES = re.compile(r"\s+")
+
+
+class EpochEntry(NamedTuple):
+    epoch: int
+    start_offset: int
+
+
+def parse_checkpoint(data: bytes, version: int, parse_entry: Callable[[list[str]], T],
+                     path: str | None = None) -> list[T]:
+    """Entries of a generic checkpoint file (CheckpointFile.CheckpointReadBuffer)."""
+    lines, starts, pos = [], [], 0
+    for line in data.decode("utf-8").split("\n"):
+        lines.append(line)
+        starts.append(pos)
+        pos += len(line.encode("utf-8")) + 1
+    if lines and lines[-1] == "":  # the final newline ends the last line; it starts no new one
+        lines.pop()
+    if not lines:
+        return []
+
+    def bad(i: int, why: str) -> CorruptDataError:
+        return CorruptDataError(f"checkpoint line {i + 1} ({lines[i]!r}): {why}", path, starts[i])
+
+    def integer(i: int, text: str) -> int:
+        try:
+            return int(text)
+        except ValueError:
+            raise bad(i, f"{text!r} is not an integer") from None
+
+    found = integer(0, lines[0].strip())
+    if found != version:
+        raise bad(0, f"unsupported checkpoint version (expected {version})")
+    if len(lines) < 2:
+        return []
+    expected = integer(1, lines[1].strip())
+    entries = []
+    for i in range(2, len(lines)):
+        try:
+            entries.append(parse_entry(_SPACES.split(lines[i].strip())))
+        except (ValueError, IndexError):
+            raise bad(i, "malformed entry") from None
+    if len(entries) != expected:
+        raise CorruptDataError(f"expected {expected} entries in checkpoint, found {len(entries)}",
+                               path, None)
+    return entries
+
+
+def format_checkpoint(version: int, entries: list[str]) -> bytes:
+    return "".join(f"{line}\n" for line in [str(version), str(len(entries)), *entries]).encode()
+
+
+def _offset_entry(fields: list[str]) -> tuple[tuple[str, int], int]:
+    topic, partition, offset = fields
+    return (topic, int(partition)), int(offset)
+
+
+def _epoch_entry(fields: list[str]) -> EpochEntry:
+    epoch, start_offset = fields
+    return EpochEntry(int(epoch), int(start_offset))
+
+
+def read_offset_checkpoint(path: str, fs=LOCAL) -> dict[tuple[str, int], int]:
+    """`{(topic, partition): offset}`; a missing file holds nothing."""
+    if not fs.is_file(path):
+        return {}
+    return dict(parse_checkpoint(fs.read_all(path), OFFSET_CHECKPOINT_VERSION, _offset_entry, path))
+
+
+def write_offset_checkpoint(path: str, offsets: dict[tuple[str, int], int], fs=LOCAL) -> None:
+    # The broker writes hash-map order; any order reads the same, so ours is sorted.
+    lines = [f"{topic} {partition} {offset}"
+             for (topic, partition), offset in sorted(offsets.items())]
+    fs.write_atomic(path, format_checkpoint(OFFSET_CHECKPOINT_VERSION, lines))
+
+
+def read_leader_epoch_checkpoint(path: str, fs=LOCAL) -> list[EpochEntry]:
+    if not fs.is_file(path):
+        return []
+    return parse_checkpoint(fs.read_all(path), LEADER_EPOCH_CHECKPOINT_VERSION, _epoch_entry, path)
+
+
+def write_leader_epoch_checkpoint(path: str, entries: list[EpochEntry], fs=LOCAL,
+                                  fsync: bool = True) -> None:
+    lines = [f"{e.epoch} {e.start_offset}" for e in entries]
+    fs.write_atomic(path, format_checkpoint(LEADER_EPOCH_CHECKPOINT_VERSION, lines), fsync=fsync)
+
+
+# -- topic ids and partition.metadata --------------------------------------------------------
+
+def topic_id_string(topic_id: str | bytes | uuid.UUID) -> str:
+    """A topic id as Kafka prints it (`Uuid.toString`: base64url, no padding, 22 characters)."""
+    if isinstance(topic_id, uuid.UUID):
+        raw = topic_id.bytes
+    elif isinstance(topic_id, (bytes, bytearray)):
+        raw = bytes(topic_id)
+    else:
+        raw = topic_id_bytes(topic_id)
+    if len(raw) != 16:
+        raise BadOptionError("topic_id", topic_id, "a topic id is 16 bytes")
+    if raw == bytes(16):
+        raise BadOptionError("topic_id", topic_id, "the all-zero UUID is reserved")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def topic_id_bytes(text: str) -> bytes:
+    if len(text) != 22:
+        raise BadOptionError("topic_id", text, "a topic id is 22 base64url characters")
+    try:
+        return base64.urlsafe_b64decode(text + "==")
+    except ValueError:
+        raise BadOptionError("topic_id", text, "not base64url") from None
+
+
+def read_partition_metadata(path: str, fs=LOCAL) -> str | None:
+    """The topic id in a `partition.metadata` file, or None when the file is missing."""
+    if not fs.is_file(path):
+        return None
+    fields = {}
+    for line in fs.read_all(path).decode("utf-8").splitlines():
+        parts = re.split(r":\s+", line, maxsplit=1)
+        if len(parts) != 2:
+            raise CorruptDataError(f"partition metadata line {line!r} is not `key: value`", path)
+        fields[parts[0]] = parts[1]
+    if fields.get("version") != str(PARTITION_METADATA_VERSION):
+        raise CorruptDataError(f"unsupported partition metadata version {fields.get('version')!r}",
+                               path)
+    topic_id = fields.get("topic_id")
+    if topic_id is None:
+        raise CorruptDataError("partition metadata has no topic_id", path)
+    try:
+        return topic_id_string(topic_id)
+    except BadOptionError as err:
+        raise CorruptDataError(f"partition metadata topic_id {topic_id!r}: {err.reason}",
+                               path) from None
+
+
+def write_partition_metadata(path: str, topic_id: str | bytes | uuid.UUID, fs=LOCAL) -> None:
+    text = f"version: {PARTITION_METADATA_VERSION}\ntopic_id: {topic_id_string(topic_id)}"
+    fs.write_atomic(path, text.encode("utf-8"))
+
+
+class LeaderEpochCache:
+    """Leader epoch -> start offset, kept in `leader-epoch-checkpoint` (LeaderEpochFileCache)."""
+
+    def __init__(self, path: str, fs=LOCAL):
+        self.path = path
+        self.fs = fs
+        self.entries = read_leader_epoch_checkpoint(path, fs)
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self.entries[-1].epoch if self.entries else None
+
+    def assign(self, epoch: int, start_offset: int) -> bool:
+        """Record a batch's leader epoch: only a new, higher epoch starts an entry."""
+        if epoch < 0 or (self.entries and epoch <= self.entries[-1].epoch):
+            return False
+        self.entries.append(EpochEntry(epoch, start_offset))
+        return True
+
+    def truncate_from_end(self, end_offset: int) -> bool:
+        """Forget epochs that start at or after `end_offset` (the log was truncated there)."""
+        kept = [e for e in self.entries if e.start_offset < end_offset]
+        changed = len(kept) != len(self.entries)
+        self.entries = kept
+        return changed
+
+    def write(self, fsync: bool = True) -> None:
+        write_leader_epoch_checkpoint(self.path, self.entries, self.fs, fsync=fsync)

@@ -1,0 +1,83 @@
+"""A data directory as a writer sees it: may we write here, and which topics does it hold?
+
+A writer's path is a Kafka data directory (`log.dirs` entry): `<topic>-<partition>` directories
+plus the broker's own small files. A missing or empty directory becomes one. Anything else (a
+file, a partition directory itself, a directory of unrelated files) is refused before a task
+runs, so a mistyped path cannot scatter segments into someone's home directory.
+"""
+
+from __future__ import annotations
+
+from ..errors import LogNotFoundError
+from .checkpoints import read_partition_metadata
+from .io import LOCAL
+from .log_directory import METADATA_TOPIC, REMOTE_INDEX_CACHE, find_partitions, \
+    parse_partition_dir_name
+from .log_files import CLEAN_SHUTDOWN_MARKER, PARTITION_METADATA, kind_of
+from .staging import STATE_DIR
+
+# Files a broker keeps in a data directory (meta.properties, .lock, the offset checkpoints).
+_BROKER_FILES = ("meta.properties", ".lock", CLEAN_SHUTDOWN_MARKER)
+_SKIPPED_DIR_MARKERS = ("-delete", "-future", "-stray")
+
+
+def check_writable(log_dir: str, fs=LOCAL) -> None:
+    """Raise LogNotFoundError unless `log_dir` is missing, empty, or a Kafka data directory."""
+    if not fs.exists(log_dir):
+        return
+    if not fs.is_dir(log_dir):
+        raise LogNotFoundError(f"cannot write a Kafka log to {log_dir}: it is a file, not a "
+                               "data directory")
+    names = fs.list_dir(log_dir)
+    if any(kind_of(n) is not None for n in names):
+        raise LogNotFoundError(f"{log_dir} is a partition directory (it holds segment files); "
+                               f"write to the data directory that contains it")
+    foreign = [n for n in names if not _belongs_to_data_dir(fs, log_dir, n)]
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+        raise LogNotFoundError(f"{log_dir} is not a Kafka data directory: it holds {shown} "
+                               "(expected only <topic>-<partition> directories and broker files)")
+
+
+def _belongs_to_data_dir(fs, log_dir: str, name: str) -> bool:
+    path = fs.join(log_dir, name)
+    if fs.is_dir(path):
+        return (name in (STATE_DIR, REMOTE_INDEX_CACHE) or name.startswith(METADATA_TOPIC)
+                or parse_partition_dir_name(name) is not None
+                or any(m in name for m in _SKIPPED_DIR_MARKERS))
+    return name in _BROKER_FILES or name.endswith("-checkpoint") or name.startswith(".")
+
+
+def topic_partition_counts(log_dir: str, fs=LOCAL) -> dict[str, int]:
+    """{topic: partition count} of the topics in a data directory.
+
+    The count is the highest partition number + 1: a broker's data directory may hold only some
+    partitions of a topic (the others live on other brokers), and every existing partition
+    must stay in range for the default partitioner.
+    """
+    if not fs.is_dir(log_dir):
+        return {}
+    try:
+        found = find_partitions(log_dir, fs)
+    except LogNotFoundError:
+        return {}
+    counts: dict[str, int] = {}
+    for part in found:
+        if part.path == log_dir:  # check_writable refuses this; never count it as a topic
+            continue
+        counts[part.topic] = max(counts.get(part.topic, 0), part.partition + 1)
+    return counts
+
+
+def partition_dir(log_dir: str, topic: str, partition: int, fs=LOCAL) -> str:
+    return fs.join(log_dir, f"{topic}-{partition}")
+
+
+def topic_id_of(log_dir: str, topic: str, partitions: int, fs=LOCAL) -> str | None:
+    """The topic id the topic's `partition.metadata` files carry (the first found), or None."""
+    for p in range(partitions):
+        found = read_partition_metadata(
+            fs.join(partition_dir(log_dir, topic, p, fs), PARTITION_METADATA), fs)
+        if found is not None:
+            return found
+    return None

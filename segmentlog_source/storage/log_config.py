@@ -1,0 +1,58 @@
+"""The topic configs that shape a partition's files, with Kafka's defaults (spec §7)."""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..errors import BadOptionError
+from ..format.batch import INT32_MAX
+from .index import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_INDEX_BYTES
+
+FSYNC_POLICIES = ("none", "close", "always")
+
+
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """`segment_bytes` .. `index_interval_bytes` are Kafka's topic configs of the same names.
+
+    `fsync`: "none" never syncs (a process crash loses nothing, a power cut may), "close"
+    syncs a segment when it is rolled and the partition when it is closed, "always" also syncs
+    after every append. `clock_ms` gives "now" for the wall-clock fallback of time-based rolls.
+    """
+
+    segment_bytes: int = 1024 * 1024 * 1024
+    segment_ms: int = 7 * 24 * 3600 * 1000
+    segment_jitter_ms: int = 0
+    segment_index_bytes: int = DEFAULT_MAX_INDEX_BYTES
+    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+    fsync: str = "close"
+    clock_ms: Callable[[], int] = field(default=_wall_clock_ms, compare=False)
+
+    def __post_init__(self):
+        if not 14 <= self.segment_bytes <= INT32_MAX:
+            raise BadOptionError("segment_bytes", self.segment_bytes,
+                                 f"must be between 14 and {INT32_MAX} (positions are int32)")
+        if self.segment_ms < 1:
+            raise BadOptionError("segment_ms", self.segment_ms, "must be at least 1")
+        if self.segment_jitter_ms < 0:
+            raise BadOptionError("segment_jitter_ms", self.segment_jitter_ms, "must be >= 0")
+        if self.segment_index_bytes < 12 * 2:
+            raise BadOptionError("segment_index_bytes", self.segment_index_bytes,
+                                 "must hold at least two time-index entries (24 bytes)")
+        if self.index_interval_bytes < 0:
+            raise BadOptionError("index_interval_bytes", self.index_interval_bytes, "must be >= 0")
+        if self.fsync not in FSYNC_POLICIES:
+            raise BadOptionError("fsync", self.fsync, f"must be one of {', '.join(FSYNC_POLICIES)}")
+
+    def roll_jitter_ms(self) -> int:
+        """Chosen per segment, as `LogSegment` does: abs(random int) % min(jitter, segment.ms)."""
+        if self.segment_jitter_ms == 0:
+            return 0
+        return random.randrange(2**31) % min(self.segment_jitter_ms, self.segment_ms)

@@ -1,0 +1,401 @@
+"""A partition directory as one log: its segments, lookups by offset and timestamp, appends.
+
+Reading needs no lock and writes nothing. Writing (`open_for_append`) takes the partition's lock,
+recovers what a crash left (recovery.py), and then behaves like a leader's `UnifiedLog.append`:
+one batch per append, rolls on size, time, full indexes or offset overflow, a producer snapshot
+at every roll and at close, and a close that leaves the state a clean broker shutdown leaves.
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+from typing import Iterable, Iterator
+
+from ..errors import BadOptionError, CorruptDataError, DataLossError, LogNotFoundError
+from ..format.batch import BatchHeader, parse_header
+from .checkpoints import (read_offset_checkpoint, read_partition_metadata, topic_id_string,
+                          write_partition_metadata)
+from .io import IOStats, filesystem_for
+from .log_config import LogConfig
+from .log_directory import parse_partition_dir_name
+from .log_files import LOG_START_OFFSET_CHECKPOINT, PARTITION_LOCK, PARTITION_METADATA
+from .producer_state import read_end_txn_marker, write_snapshot
+from .recovery import _delete_segment, create_empty_segment, load_for_append, plan_files
+from .segment import DEFAULT_CHUNK_BYTES, Segment
+from .segment_appender import SegmentAppender
+from .txn_index import AbortedTxn
+
+# ListOffsets special timestamps (§8.2)
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+
+_BASE_OFFSET = struct.Struct(">q")
+_LEADER_EPOCH = struct.Struct(">i")
+_LEADER_EPOCH_AT = 12
+
+
+class PartitionLog:
+    def __init__(self, fs, directory: str, topic: str, partition: int, segments: list[Segment],
+                 log_start_offset: int):
+        self.fs = fs
+        self.directory = directory
+        self.topic = topic
+        self.partition = partition
+        self.segments = segments
+        self._base_offsets = [s.base_offset for s in segments]
+        self.log_start_offset = log_start_offset
+        self.config: LogConfig | None = None
+        self.recovery_report = None
+        self._appender: SegmentAppender | None = None
+        self._state = None
+        self._epochs = None
+        self._lock = None
+
+    def __repr__(self) -> str:
+        return f"PartitionLog({self.topic}-{self.partition}, {len(self.segments)} segments)"
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    # -- opening -----------------------------------------------------------------------------
+    @staticmethod
+    def _identify(fs, path: str, topic: str | None, partition: int | None) -> tuple[str, int]:
+        if topic is not None and partition is not None:
+            return topic, partition
+        parsed = parse_partition_dir_name(fs.basename(path))
+        if parsed is None:
+            raise BadOptionError("path", path, "the directory name is not <topic>-<partition>; "
+                                 "pass topic= and partition=")
+        return parsed
+
+    @classmethod
+    def open(cls, path: str, fs=None, *, topic: str | None = None, partition: int | None = None,
+             stats: IOStats | None = None) -> "PartitionLog":
+        """Open a partition directory for reading (it is not modified)."""
+        if fs is None:
+            fs, path = filesystem_for(path)
+        if not fs.is_dir(path):
+            raise LogNotFoundError(f"no such partition directory: {path}")
+        topic, partition = cls._identify(fs, path, topic, partition)
+        # An unfinished swap is read as if it had finished; marker files are ignored (§9.1).
+        logs = plan_files(fs, path).logs
+        segments = [Segment(path, base, fs, log_path=fs.join(path, name), stats=stats)
+                    for base, name in sorted(logs.items())]
+        if segments:
+            segments[-1].active = True
+        checkpoint = read_offset_checkpoint(
+            fs.join(fs.dirname(path), LOG_START_OFFSET_CHECKPOINT), fs)
+        start = max(checkpoint.get((topic, partition), 0),
+                    segments[0].base_offset if segments else 0)
+        return cls(fs, path, topic, partition, segments, start)
+
+    @classmethod
+    def open_for_append(cls, path: str, fs=None, *, topic: str | None = None,
+                        partition: int | None = None, config: LogConfig | None = None,
+                        topic_id=None) -> "PartitionLog":
+        """Open (creating if needed) a partition directory for appending.
+
+        A second writer gets LogLockedError. A crashed writer's leftovers are recovered first
+        (`recovery_report` says what was done). `topic_id` writes `partition.metadata`, or must
+        match the one there.
+        """
+        if fs is None:
+            fs, path = filesystem_for(path)
+        config = config or LogConfig()
+        topic, partition = cls._identify(fs, path, topic, partition)
+        fs.makedirs(path)
+        lock = fs.lock(fs.join(path, PARTITION_LOCK), f"partition {topic}-{partition} ({path})")
+        try:
+            _check_topic_id(fs, path, topic_id)
+            loaded = load_for_append(fs, path, topic, partition, config)
+            log = cls(fs, path, topic, partition, loaded.segments, loaded.log_start_offset)
+            log.config, log._lock, log.recovery_report = config, lock, loaded.report
+            log._state, log._epochs = loaded.producer_state, loaded.leader_epochs
+            log._appender = SegmentAppender(log.segments[-1], config)
+        except BaseException:
+            lock.release()
+            raise
+        return log
+
+    @property
+    def topic_id(self) -> str | None:
+        return read_partition_metadata(self.fs.join(self.directory, PARTITION_METADATA), self.fs)
+
+    # -- offsets -----------------------------------------------------------------------------
+    @property
+    def log_end_offset(self) -> int:
+        if self._appender is not None:
+            return self._appender.next_offset
+        return self.segments[-1].read_next_offset() if self.segments else self.log_start_offset
+
+    def segment_for(self, offset: int) -> Segment | None:
+        """The segment with the greatest base offset <= `offset` (a floor lookup)."""
+        i = bisect.bisect_right(self._base_offsets, offset) - 1
+        return self.segments[i] if i >= 0 else None
+
+    def position_for_offset(self, offset: int) -> tuple[Segment, int]:
+        """(segment, byte position) of the first batch whose last offset is >= `offset` (§8.1).
+
+        The log end offset maps to the end of the last segment. Offsets outside
+        [log start, log end] raise DataLossError (Kafka's OffsetOutOfRange).
+        """
+        end = self.log_end_offset
+        if not self.log_start_offset <= offset <= end or not self.segments:
+            raise DataLossError(f"offset {offset} is outside the log of {self.name}: "
+                                f"[{self.log_start_offset}, {end}]")
+        first = max(0, bisect.bisect_right(self._base_offsets, offset) - 1)
+        for segment in self.segments[first:]:
+            header = segment.translate_offset(offset)
+            if header is not None:
+                return segment, header.position
+        return self.segments[-1], self.segments[-1].size
+
+    def offset_for_timestamp(self, timestamp: int) -> int | None:
+        """ListOffsets (§8.2): the first offset whose record timestamp is >= `timestamp`, or None.
+
+        -2 is the log start offset, -1 the log end offset (there is no high watermark here),
+        -3 the offset of the first record holding the largest timestamp.
+        """
+        if timestamp == EARLIEST_TIMESTAMP:
+            return self.log_start_offset
+        if timestamp == LATEST_TIMESTAMP:
+            return self.log_end_offset
+        if timestamp == MAX_TIMESTAMP:
+            best, best_ts = None, None
+            for segment in self.segments:  # the first segment holding the largest timestamp
+                max_ts = segment.max_timestamp_and_offset[0]
+                if best is None or max_ts > best_ts:
+                    best, best_ts = segment, max_ts
+            found = best.offset_of_max_timestamp() if best is not None else None
+            return found[0] if found is not None else None
+        if timestamp < 0:
+            raise BadOptionError("timestamp", timestamp, "must be >= 0, or -1, -2, -3")
+        for segment in self.segments:
+            if segment.largest_timestamp >= timestamp:
+                found = segment.offset_for_timestamp(timestamp, self.log_start_offset)
+                if found is None or found[0] >= self.log_end_offset:
+                    return None
+                return found[0]
+        return None
+
+    def iter_entries(self, start_offset: int | None = None, *,
+                     chunk_bytes: int = DEFAULT_CHUNK_BYTES, verify_crc: bool = False
+                     ) -> Iterator[tuple[Segment, BatchHeader, memoryview]]:
+        """Every batch from the one holding `start_offset` (default: the log start) onwards.
+
+        A partial batch at the end of the last segment (a live or crashed writer) ends the
+        iteration quietly, as it does for the broker; anywhere else it is CorruptDataError.
+        """
+        if not self.segments:
+            return
+        segment, position = self.position_for_offset(
+            self.log_start_offset if start_offset is None else start_offset)
+        for current in self.segments[self.segments.index(segment):]:
+            scan = current.iter_entries(position if current is segment else 0,
+                                        chunk_bytes=chunk_bytes, verify_crc=verify_crc,
+                                        allow_torn_tail=current is self.segments[-1])
+            for header, entry in scan:
+                yield current, header, entry
+
+    def aborted_transactions(self, start_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [start_offset, upper_bound), for read_committed (§5)."""
+        segment = self.segment_for(start_offset)
+        if segment is None:
+            return []
+        found = []
+        for current in self.segments[self.segments.index(segment):]:
+            txns, complete = current.txn_index.collect_aborted(start_offset, upper_bound)
+            found += txns
+            if complete:
+                break
+        return found
+
+    # -- appending ---------------------------------------------------------------------------
+    def append_batches(self, data) -> tuple[int, int]:
+        """Append v2 batches whose offsets the caller assigned (each base offset >= the log end
+        offset). `data` is batches laid end to end, or an iterable of such buffers. Returns the
+        (first, last) offset appended."""
+        return self._append_all(data, assign_offsets=False, leader_epoch=None)
+
+    def append(self, data, *, leader_epoch: int | None = None) -> tuple[int, int]:
+        """Append v2 batches, assigning offsets from the log end offset as a leader does.
+
+        Only baseOffset (and, with `leader_epoch`, partitionLeaderEpoch) is rewritten; the CRC
+        covers neither. Returns the (first, last) offset assigned.
+        """
+        return self._append_all(data, assign_offsets=True, leader_epoch=leader_epoch)
+
+    def _append_all(self, data, *, assign_offsets: bool,
+                    leader_epoch: int | None) -> tuple[int, int]:
+        if self._appender is None:
+            raise BadOptionError("mode", "read", "this log was opened for reading; "
+                                 "use PartitionLog.open_for_append")
+        first = last = None
+        for header, entry in _split_batches(data):
+            if assign_offsets or leader_epoch is not None:
+                entry = bytearray(entry)
+                if assign_offsets:
+                    delta = header.last_offset - header.base_offset
+                    _BASE_OFFSET.pack_into(entry, 0, self.log_end_offset)
+                    header = header._replace(base_offset=self.log_end_offset,
+                                             last_offset=self.log_end_offset + delta)
+                if leader_epoch is not None:
+                    _LEADER_EPOCH.pack_into(entry, _LEADER_EPOCH_AT, leader_epoch)
+                    header = header._replace(partition_leader_epoch=leader_epoch)
+            header = self._append_one(header, entry)
+            first = header.base_offset if first is None else first
+            last = header.last_offset
+        if first is None:
+            raise BadOptionError("data", b"", "no batch to append")
+        return first, last
+
+    def _append_one(self, header: BatchHeader, entry) -> BatchHeader:
+        if header.magic != 2:
+            raise CorruptDataError(f"only v2 batches can be appended (found magic {header.magic})",
+                                   None, header.position)
+        if not header.crc_is_valid(entry):
+            raise CorruptDataError(f"CRC mismatch in the batch to append: stored {header.crc}, "
+                                   f"computed {header.compute_crc(entry)}", None, header.position)
+        if header.base_offset < self.log_end_offset:
+            raise CorruptDataError(f"batch base offset {header.base_offset} is below the log end "
+                                   f"offset {self.log_end_offset} of {self.name}", None,
+                                   header.position)
+        if header.size > self.config.segment_bytes:
+            raise BadOptionError("segment_bytes", self.config.segment_bytes,
+                                 f"a batch of {header.size} bytes cannot fit in a segment")
+        marker = None
+        if header.is_control and header.producer_id >= 0:
+            marker = read_end_txn_marker(header, entry)
+        if self._appender.should_roll(header):
+            self._roll(header)
+        header = self._appender.append(header, entry)
+        if self._epochs.assign(header.partition_leader_epoch, header.base_offset):
+            self._epochs.write(fsync=self.config.fsync != "none")
+        aborted = self._state.update(header, marker)
+        if aborted is not None:
+            self._appender.segment.txn_index.append(aborted)
+        if self.config.fsync == "always":
+            self._appender.flush()
+        return header
+
+    def _roll(self, header: BatchHeader) -> None:
+        """LocalLog.roll: finish the active segment, start one at max(next offset, LEO)."""
+        new_base = max(header.base_offset, self.log_end_offset)
+        old = self._appender
+        sync = self.config.fsync != "none"
+        old.close(fsync=sync)
+        old.segment.active = False
+        if old.segment.size == 0 and old.segment.base_offset == new_base:
+            old.segment.active = True  # an empty active segment is simply reused
+            self._appender = SegmentAppender(old.segment, self.config)
+            return
+        segment = create_empty_segment(self.fs, self.directory, new_base, self.config)
+        self.segments.append(segment)
+        self._base_offsets.append(new_base)
+        self._appender = SegmentAppender(segment, self.config)
+        self._state.map_end_offset = new_base
+        write_snapshot(self.directory, self._state, self.fs, fsync=sync)
+
+    def flush(self) -> None:
+        if self._appender is not None:
+            self._appender.flush()
+
+    def truncate_to(self, offset: int) -> None:
+        """UnifiedLog.truncateTo for this writer: remove every batch at or after `offset`.
+
+        `offset` must start a batch (or be past the last whole one). Later segments are
+        deleted, the one holding `offset` is cut there and loses its indexes, and the partition
+        is reloaded as after a crash (recovery.py rebuilds those indexes, producer state,
+        leader epochs, snapshots). It works from the files, not from the in-memory state, so
+        it also undoes an append that failed half-way (a torn batch). The lock stays held.
+        """
+        if self._appender is None:
+            raise BadOptionError("mode", "read", "this log was opened for reading; "
+                                 "use PartitionLog.open_for_append")
+        if offset < self.log_start_offset:
+            raise DataLossError(f"cannot truncate {self.name} to {offset}: below the log start "
+                                f"offset {self.log_start_offset}")
+        self._appender.log_file.close()
+        self._appender = None
+        try:
+            for segment in self.segments:
+                segment.forget_cached_state()  # no index mapping may outlive the files' change
+            keep = [s for s in self.segments if s.base_offset <= offset] or self.segments[:1]
+            last, cut = keep[-1], 0
+            for header, _ in last.iter_headers(chunk_bytes=DEFAULT_CHUNK_BYTES,
+                                               allow_torn_tail=True):
+                if header.base_offset >= offset:
+                    break
+                if header.next_offset > offset:
+                    raise BadOptionError("offset", offset, f"not a batch boundary of {self.name} "
+                                         f"(a batch holds {header.base_offset}.."
+                                         f"{header.last_offset})")
+                cut = header.end
+            for segment in self.segments[len(keep):]:
+                _delete_segment(self.fs, segment)
+            if cut < self.fs.size(last.log_path):
+                self.fs.truncate(last.log_path, cut)
+            for path in (last.index_path, last.time_index_path):
+                self.fs.remove(path)  # missing indexes make the reload rebuild them from the .log
+            loaded = load_for_append(self.fs, self.directory, self.topic, self.partition,
+                                     self.config)
+            self.segments = loaded.segments
+            self._base_offsets = [s.base_offset for s in loaded.segments]
+            self.log_start_offset, self.recovery_report = loaded.log_start_offset, loaded.report
+            self._state, self._epochs = loaded.producer_state, loaded.leader_epochs
+            self._appender = SegmentAppender(self.segments[-1], self.config)
+        except BaseException:
+            self._lock.release()  # the files are in no state to append to: recovery's turn
+            raise
+
+    def close(self) -> None:
+        """For a writer: the final time-index entry, a producer snapshot at the log end offset,
+        fsync per policy, lock released: the state a clean broker shutdown leaves."""
+        if self._appender is None:
+            return
+        sync = self.config.fsync != "none"
+        try:
+            self._appender.close(fsync=sync)
+            self._state.map_end_offset = self._appender.next_offset
+            write_snapshot(self.directory, self._state, self.fs, fsync=sync)
+            if sync:
+                self.fs.fsync_dir(self.directory)
+        finally:
+            self._appender = None
+            self._lock.release()
+
+    def __enter__(self) -> "PartitionLog":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _split_batches(data) -> Iterator[tuple[BatchHeader, memoryview]]:
+    """The batches in `data` (one buffer of batches laid end to end, or an iterable of them)."""
+    buffers: Iterable = [data] if isinstance(data, (bytes, bytearray, memoryview)) else data
+    for buffer in buffers:
+        view = memoryview(buffer)
+        pos = 0
+        while pos < len(view):
+            header = parse_header(view, pos, len(view))
+            if header is None:
+                raise CorruptDataError(f"the last {len(view) - pos} bytes to append are not a "
+                                       f"whole batch", None, pos)
+            yield header, view[pos:header.end]
+            pos = header.end
+
+
+def _check_topic_id(fs, directory: str, topic_id) -> None:
+    if topic_id is None:
+        return
+    wanted = topic_id_string(topic_id)
+    path = fs.join(directory, PARTITION_METADATA)
+    existing = read_partition_metadata(path, fs)
+    if existing is None:
+        write_partition_metadata(path, wanted, fs)
+    elif existing != wanted:
+        raise BadOptionError("topic_id", topic_id, f"{path} holds topic id {existing}")

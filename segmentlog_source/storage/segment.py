@@ -1,0 +1,323 @@
+"""One segment: a `.log` of batches and its indexes, read in bounded chunks (spec §4, §8, §9).
+
+Reads go through `io.open_read` / `read_at` only, sequentially over a byte range, so a scan of a
+1 GiB segment holds one chunk (or one batch, if a batch is larger) in memory at a time.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, NamedTuple
+
+from ..errors import CorruptDataError
+from ..format.batch import (DEFAULT_MAX_BATCH_BYTES, INT32_MAX, LOG_OVERHEAD, MIN_ENTRY_PREFIX,
+                            V2_HEADER_SIZE, BatchHeader, header_at, parse_header)
+from .index import DEFAULT_MAX_INDEX_BYTES, OffsetIndex, TimeIndex, rebuild_indexes
+from .io import LOCAL, IOStats
+from .log_files import (INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
+                        file_name)
+from .txn_index import TransactionIndex
+
+DEFAULT_CHUNK_BYTES = 1024 * 1024
+
+
+class TornTail(NamedTuple):
+    """Bytes at the end of a `.log` that do not form a whole batch (a write cut short)."""
+
+    position: int
+    length: int
+
+
+class EntryScan:
+    """Entries of a `.log` in [start, end), as (BatchHeader, memoryview of the whole entry).
+
+    With `bodies=False` only headers are read (the view is None) and batch bodies are skipped.
+    A partial entry at the end of the file is a torn tail: with `allow_torn_tail` the scan stops
+    there, as the broker's reader does, and records it in `torn_tail`; otherwise it raises.
+    """
+
+    def __init__(self, fs, path: str, start: int = 0, end: int | None = None, *,
+                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, verify_crc: bool = False,
+                 allow_torn_tail: bool = False, bodies: bool = True,
+                 max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES, stats: IOStats | None = None):
+        if verify_crc and not bodies:
+            raise ValueError("verifying CRCs needs the batch bodies")
+        self.fs, self.path, self.start, self.end = fs, path, start, end
+        self.chunk_bytes = max(chunk_bytes, V2_HEADER_SIZE)
+        self.verify_crc, self.allow_torn_tail, self.bodies = verify_crc, allow_torn_tail, bodies
+        self.max_batch_bytes, self.stats = max_batch_bytes, stats
+        self.torn_tail: TornTail | None = None
+        self.position = start  # where the scan stands: after the last entry it yielded
+
+    def __iter__(self) -> Iterator[tuple[BatchHeader, memoryview | None]]:
+        with self.fs.open_read(self.path, self.stats) as f:
+            file_size = f.size()
+            end = file_size if self.end is None else min(self.end, file_size)
+            buf, buf_start = b"", self.start
+
+            def fill(pos: int, want: int) -> None:
+                # Make buf cover [pos, pos + want), reading at least a chunk when it must read.
+                nonlocal buf, buf_start
+                want = min(want, end - pos)
+                if buf_start <= pos and pos + want <= buf_start + len(buf):
+                    return
+                keep = buf[pos - buf_start:] if buf_start <= pos < buf_start + len(buf) else b""
+                more = min(max(want, self.chunk_bytes) - len(keep), end - pos - len(keep))
+                buf, buf_start = keep + f.read_at(pos + len(keep), more), pos
+                if len(buf) < want:
+                    raise CorruptDataError(f"file shrank while being read (expected {want} bytes)",
+                                           self.path, pos)
+
+            pos = self.start
+            while pos < end:
+                if end - pos < MIN_ENTRY_PREFIX:
+                    self._tail(pos, end, file_size)
+                    return
+                fill(pos, MIN_ENTRY_PREFIX)
+                off = pos - buf_start
+                try:
+                    header = parse_header(buf, off, len(buf), base_position=buf_start,
+                                          max_batch_bytes=self.max_batch_bytes)
+                except CorruptDataError as err:
+                    raise err.located(self.path) from None
+                if header is None:  # a valid size, but the entry runs past what buf holds
+                    size = LOG_OVERHEAD + int.from_bytes(buf[off + 8:off + 12], "big", signed=True)
+                    if pos + size > end:
+                        self._tail(pos, end, file_size)
+                        return
+                    fill(pos, size if self.bodies else min(size, V2_HEADER_SIZE))
+                    off = pos - buf_start
+                    header = (parse_header(buf, off, len(buf), base_position=buf_start)
+                              if self.bodies else self._header_only(buf, off, buf_start))
+                entry = None
+                if self.bodies:
+                    entry = memoryview(buf)[off:off + header.size]
+                    if self.verify_crc and not header.crc_is_valid(entry):
+                        raise CorruptDataError(
+                            f"CRC mismatch: stored {header.crc}, computed "
+                            f"{header.compute_crc(entry)}", self.path, pos)
+                yield header, entry
+                pos += header.size
+                self.position = pos
+
+    def _header_only(self, buf, off: int, buf_start: int) -> BatchHeader:
+        try:
+            return header_at(buf, off, base_position=buf_start)
+        except CorruptDataError as err:
+            raise err.located(self.path) from None
+
+    def _tail(self, pos: int, end: int, file_size: int) -> None:
+        if end < file_size:
+            raise CorruptDataError(f"the entry at byte {pos} runs past byte {end}, where the scan "
+                                   f"was asked to stop (not a batch boundary)", self.path, pos)
+        self.torn_tail = TornTail(pos, file_size - pos)
+        if not self.allow_torn_tail:
+            raise CorruptDataError(
+                f"torn tail: the last {file_size - pos} bytes are not a whole batch (a write cut "
+                f"short; recovery truncates them)", self.path, pos)
+
+
+class Segment:
+    """A segment's files, found by base offset. Indexes are opened (or rebuilt in memory, when a
+    file is missing) on first use; `active` marks the last segment, whose indexes may lag."""
+
+    def __init__(self, directory: str, base_offset: int, fs=LOCAL, *, log_path: str | None = None,
+                 active: bool = False, max_index_bytes: int = DEFAULT_MAX_INDEX_BYTES,
+                 stats: IOStats | None = None):
+        self.directory = directory
+        self.base_offset = base_offset
+        self.fs = fs
+        self.log_path = log_path or self.path_for(LOG_SUFFIX)
+        self.index_path = self.path_for(INDEX_SUFFIX)
+        self.time_index_path = self.path_for(TIME_INDEX_SUFFIX)
+        self.txn_index_path = self.path_for(TXN_INDEX_SUFFIX)
+        if self.log_path.endswith(SWAP_SUFFIX):  # an unfinished swap read as if it were done
+            self.index_path, self.time_index_path, self.txn_index_path = (
+                p + SWAP_SUFFIX if fs.exists(p + SWAP_SUFFIX) else p
+                for p in (self.index_path, self.time_index_path, self.txn_index_path))
+        self.active = active
+        self.max_index_bytes = max_index_bytes
+        self.stats = stats
+        self._offset_index: OffsetIndex | None = None
+        self._time_index: TimeIndex | None = None
+        self._txn_index: TransactionIndex | None = None
+        self._tail: tuple | None = None
+        self._size: int | None = None
+
+    def __repr__(self) -> str:
+        return f"Segment({self.log_path!r})"
+
+    def path_for(self, suffix: str) -> str:
+        return self.fs.join(self.directory, file_name(self.base_offset, suffix))
+
+    @property
+    def size(self) -> int:
+        return self._size if self._size is not None else self.fs.size(self.log_path)
+
+    # -- indexes ---------------------------------------------------------------------------
+    @property
+    def offset_index(self) -> OffsetIndex:
+        if self._offset_index is None:
+            self._load_indexes()
+        return self._offset_index
+
+    @property
+    def time_index(self) -> TimeIndex:
+        if self._time_index is None:
+            self._load_indexes()
+        return self._time_index
+
+    @property
+    def txn_index(self) -> TransactionIndex:
+        if self._txn_index is None:
+            self._txn_index = TransactionIndex(self.txn_index_path, self.base_offset, self.fs)
+        return self._txn_index
+
+    @property
+    def has_index_files(self) -> bool:
+        return self.fs.exists(self.index_path) and self.fs.exists(self.time_index_path)
+
+    def _load_indexes(self) -> None:
+        if self.has_index_files:
+            offset_index = OffsetIndex.open(self.index_path, self.base_offset, self.fs,
+                                            max_index_bytes=self.max_index_bytes)
+            time_index = TimeIndex.open(self.time_index_path, self.base_offset, self.fs,
+                                        max_index_bytes=self.max_index_bytes)
+            # Lookups binary-search these: unsorted entries or positions past the end of the
+            # log would give wrong answers silently, so they are refused here.
+            offset_index.sanity_check(log_size=self.size)
+            time_index.sanity_check()
+        else:
+            # What the broker does at load when `.index` is missing: rebuild (here in memory).
+            headers = (h for h, _ in self.iter_headers(allow_torn_tail=self.active))
+            offset_index, time_index = rebuild_indexes(headers, self.base_offset,
+                                                       max_index_bytes=self.max_index_bytes)
+        self._offset_index, self._time_index = offset_index, time_index
+
+    # -- scans -----------------------------------------------------------------------------
+    def iter_entries(self, start: int = 0, end: int | None = None, *,
+                     chunk_bytes: int = DEFAULT_CHUNK_BYTES, verify_crc: bool = False,
+                     allow_torn_tail: bool = False,
+                     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> EntryScan:
+        """Entries in [start, end) of the `.log`, read sequentially in chunks of `chunk_bytes`."""
+        return EntryScan(self.fs, self.log_path, start, end, chunk_bytes=chunk_bytes,
+                         verify_crc=verify_crc, allow_torn_tail=allow_torn_tail,
+                         max_batch_bytes=max_batch_bytes, stats=self.stats)
+
+    def iter_headers(self, start: int = 0, end: int | None = None, *,
+                     chunk_bytes: int = 64 * 1024, allow_torn_tail: bool = False) -> EntryScan:
+        """Like iter_entries, but reads only the headers (the view is None)."""
+        return EntryScan(self.fs, self.log_path, start, end, chunk_bytes=chunk_bytes,
+                         allow_torn_tail=allow_torn_tail, bodies=False, stats=self.stats)
+
+    def _scan_from_index_entry(self, slot: int, position: int, bodies: bool):
+        """Scan from an index position, blaming the index when the position is not a batch."""
+        scan = (self.iter_entries(position, allow_torn_tail=self.active) if bodies
+                else self.iter_headers(position, allow_torn_tail=self.active))
+        index_offset = self.offset_index.entry(slot)[0] if slot >= 0 else None
+        try:
+            first = True
+            for header, entry in scan:
+                if first and index_offset is not None and not (
+                        self.base_offset <= header.base_offset <= index_offset):
+                    raise CorruptDataError(
+                        f"offset index entry {slot} says offset {index_offset} is at byte "
+                        f"{position}, but the batch there holds offsets {header.base_offset}.."
+                        f"{header.last_offset}", self.index_path, slot * 8)
+                first = False
+                yield header, entry
+        except CorruptDataError as err:
+            if index_offset is None or err.path != self.log_path or err.position != position:
+                raise
+            raise CorruptDataError(f"{err.reason} (the position comes from offset index entry "
+                                   f"{slot} of {self.index_path})", err.path,
+                                   err.position) from None
+
+    # -- offsets and timestamps --------------------------------------------------------------
+    def translate_offset(self, offset: int) -> BatchHeader | None:
+        """The first batch whose last offset is >= `offset` (§8.1); None if the segment has none."""
+        slot = self.offset_index.slot_for(offset - self.base_offset)
+        position = self.offset_index.entry(slot)[1] if slot >= 0 else 0
+        for header, _ in self._scan_from_index_entry(slot, position, bodies=False):
+            if header.last_offset >= offset:
+                return header
+        return None
+
+    def _tail_summary(self) -> tuple[int, int, int]:
+        """(next offset, max timestamp, its offset), scanning only past the last index entry."""
+        if self._tail is None:
+            max_ts, max_ts_offset = self.time_index.last_entry()
+            slot = len(self.offset_index) - 1
+            position = self.offset_index.entry(slot)[1] if slot >= 0 else 0
+            next_offset = self.base_offset
+            for header, _ in self._scan_from_index_entry(slot, position, bodies=False):
+                next_offset = header.next_offset
+                if header.max_timestamp > max_ts:
+                    max_ts, max_ts_offset = header.max_timestamp, header.last_offset
+            self._tail = (next_offset, max_ts, max_ts_offset)
+        return self._tail
+
+    def read_next_offset(self) -> int:
+        """The offset after the last batch (the base offset for an empty segment)."""
+        return self._tail_summary()[0]
+
+    @property
+    def max_timestamp_and_offset(self) -> tuple[int, int]:
+        """maxTimestampSoFar and its offset; (-1, base offset) when no batch has a timestamp."""
+        if not self.active:
+            return self.time_index.last_entry()
+        return self._tail_summary()[1:]
+
+    @property
+    def largest_timestamp(self) -> int:
+        """The segment's max timestamp, or the `.log` mtime when it has none (§8.2)."""
+        max_ts = self.max_timestamp_and_offset[0]
+        return max_ts if max_ts >= 0 else self.fs.mtime_ms(self.log_path)
+
+    def offset_for_timestamp(self, timestamp: int, log_start_offset: int = 0
+                             ) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= `timestamp` (§8.2, 2-3)."""
+        from ..format.records import decode_batch  # records need the kernels; load them lazily
+
+        _, time_offset = self.time_index.lookup(timestamp)
+        slot = self.offset_index.slot_for(max(time_offset, log_start_offset) - self.base_offset)
+        position = self.offset_index.entry(slot)[1] if slot >= 0 else 0
+        for header, entry in self._scan_from_index_entry(slot, position, bodies=True):
+            if header.max_timestamp < timestamp:
+                continue
+            try:
+                records = decode_batch(entry, header).records
+            except CorruptDataError as err:
+                raise err.located(self.log_path, header.position) from None
+            for record in records:
+                if record.timestamp >= timestamp and record.offset >= log_start_offset:
+                    return record.offset, record.timestamp
+        return None
+
+    def offset_of_max_timestamp(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record holding the segment's max timestamp (-3)."""
+        from ..format.records import decode_batch
+
+        max_ts, max_offset = self.max_timestamp_and_offset
+        if max_ts < 0:
+            return None
+        slot = self.offset_index.slot_for(max_offset - self.base_offset)
+        position = self.offset_index.entry(slot)[1] if slot >= 0 else 0
+        for header, entry in self._scan_from_index_entry(slot, position, bodies=True):
+            if header.max_timestamp == max_ts:
+                for record in decode_batch(entry, header).records:
+                    if record.timestamp == max_ts:
+                        return record.offset, record.timestamp
+        return None
+
+    def forget_cached_state(self) -> None:
+        """Drop loaded indexes and scan results (after the files were rewritten)."""
+        for index in (self._offset_index, self._time_index, self._txn_index):
+            if index is not None:
+                index.close()
+        self._offset_index = self._time_index = self._txn_index = None
+        self._tail = None
+        self._size = None
+
+
+def relative_offset_fits(base_offset: int, offset: int) -> bool:
+    return 0 <= offset - base_offset <= INT32_MAX

@@ -1,0 +1,165 @@
+"""Staged task output: v2 batches a Spark task wrote for one partition, not yet in the log.
+
+Layout under a data directory (`_segmentlog` is not a `<topic>-<partition>` name, so readers
+and `find_partitions` never take it for a partition)::
+
+    <log dir>/_segmentlog/staging/<job>/
+        t<task>-a<attempt>-<task attempt id>-<random>.<topic>-<partition>.batches
+
+`<job>` is `job-<uuid>` for a batch write and `query-<query id>-batch-<batch id>` for a
+micro-batch. A staged file is batches laid end to end exactly as in a `.log`, with offsets
+from 0; the commit (committer.py) appends them to the log, where the offsets are assigned.
+
+Every attempt writes its own files (the random part keeps a replayed micro-batch, whose task
+attempt ids restart after a driver restart, from overwriting the files a pending commit names),
+so a failed or losing attempt only leaves orphans, and orphans go with their job directory.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Iterator, NamedTuple
+
+from ..format.batch import BatchHeader
+from .io import LOCAL, AppendFile
+from .segment import EntryScan
+
+STATE_DIR = "_segmentlog"
+STAGING = "staging"
+STAGED_SUFFIX = ".batches"
+READ_CHUNK_BYTES = 4 * 1024 * 1024
+
+_STREAM_JOB = re.compile(r"query-(?P<query>.+)-batch-(?P<batch>\d+)")
+
+
+class StagedFile(NamedTuple):
+    """One task attempt's batches for one partition, as its commit message reports them."""
+
+    topic: str
+    partition: int
+    path: str
+    batches: int
+    records: int
+    size: int
+
+
+def state_dir(log_dir: str, fs=LOCAL) -> str:
+    return fs.join(log_dir, STATE_DIR)
+
+
+def staging_root(log_dir: str, fs=LOCAL) -> str:
+    return fs.join(log_dir, STATE_DIR, STAGING)
+
+
+def job_dir(log_dir: str, job: str, fs=LOCAL) -> str:
+    return fs.join(staging_root(log_dir, fs), job)
+
+
+def batch_job_name(job_id: str) -> str:
+    return f"job-{job_id}"
+
+
+def stream_job_name(query_id: str, batch_id: int) -> str:
+    return f"query-{query_id}-batch-{batch_id}"
+
+
+def parse_stream_job(name: str) -> tuple[str, int] | None:
+    """(query id, batch id) of a micro-batch's job name, or None for a batch job."""
+    m = _STREAM_JOB.fullmatch(name)
+    return (m["query"], int(m["batch"])) if m else None
+
+
+class StagedFileWriter:
+    """Appends encoded batches to one staged file; `finish()` says what it holds."""
+
+    def __init__(self, directory: str, task_name: str, topic: str, partition: int, fs=LOCAL):
+        self.fs = fs
+        self.topic, self.partition = topic, partition
+        self.path = fs.join(directory, f"{task_name}.{topic}-{partition}{STAGED_SUFFIX}")
+        self._file: AppendFile | None = None
+        self.batches = self.records = self.size = 0
+
+    def write(self, data, batches: int, records: int) -> None:
+        if self._file is None:
+            self._file = self.fs.open_append(self.path)
+        self._file.write_at(self.size, data)
+        self.size += len(data)
+        self.batches += batches
+        self.records += records
+
+    def finish(self, fsync: bool) -> StagedFile | None:
+        """Close the file (synced if asked: a commit that survives a crash must find it);
+        None when nothing was written."""
+        if self._file is None:
+            return None
+        if fsync:
+            self._file.fsync()
+        self._file.close()
+        return StagedFile(self.topic, self.partition, self.path, self.batches, self.records,
+                          self.size)
+
+
+def task_file_prefix(partition_id: int, attempt: int, task_attempt_id: int) -> str:
+    return f"t{partition_id:05d}-a{attempt}-{task_attempt_id}-{uuid.uuid4().hex[:8]}"
+
+
+def make_job_dir(log_dir: str, job: str, fs=LOCAL) -> str:
+    """Create (if needed) and return a job's staging directory.
+
+    A committer tidying up removes *empty* state directories; should that happen between two
+    steps of our makedirs, the next step finds its parent gone: simply try again.
+    """
+    path = job_dir(log_dir, job, fs)
+    for attempt in range(5):
+        try:
+            fs.makedirs(path)
+            return path
+        except FileNotFoundError:
+            if attempt == 4:
+                raise
+    return path
+
+
+def is_intact(staged: StagedFile, fs=LOCAL) -> bool:
+    """Whether a staged file is still there, as long as its task reported."""
+    return fs.is_file(staged.path) and fs.size(staged.path) == staged.size
+
+
+def iter_staged_batches(staged: StagedFile, fs=LOCAL) -> Iterator[tuple[BatchHeader, memoryview]]:
+    """The staged batches, read in bounded chunks; a partial batch is corruption here."""
+    return iter(EntryScan(fs, staged.path, 0, staged.size, chunk_bytes=READ_CHUNK_BYTES))
+
+
+def remove_job(log_dir: str, job: str, fs=LOCAL) -> None:
+    fs.remove_tree(job_dir(log_dir, job, fs))
+
+
+def remove_stale_jobs(log_dir: str, *, keep: set[str], query_batch: tuple[str, int] | None,
+                      now_ms: int, retention_ms: int, fs=LOCAL) -> list[str]:
+    """Remove job directories that no commit can still need; returns their names.
+
+    `keep`: jobs a pending commit names. Removed: the same query's micro-batches up to the one
+    just committed (retries and replays of committed batches), and any job untouched for
+    `retention_ms` (a batch job whose driver died: no one else knows whether it still runs,
+    so age is the only safe sign).
+    """
+    root = staging_root(log_dir, fs)
+    if not fs.is_dir(root):
+        return []
+    removed = []
+    for name in fs.list_dir(root):
+        if name in keep:
+            continue
+        stream = parse_stream_job(name)
+        old_batch = (query_batch is not None and stream is not None
+                     and stream[0] == query_batch[0] and stream[1] <= query_batch[1])
+        path = fs.join(root, name)
+        try:
+            too_old = now_ms - fs.mtime_ms(path) > retention_ms
+        except FileNotFoundError:
+            continue
+        if old_batch or too_old:
+            fs.remove_tree(path)
+            removed.append(name)
+    return removed
