@@ -231,6 +231,10 @@ class OffsetIndex(_Index):
         extra = [e[0 if name == "relative_offset" else 1] for e in self._appended]
         return np.concatenate([self._loaded[name].astype(np.int64), np.array(extra, np.int64)])
 
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """(absolute offsets, positions) of every entry, as int64 arrays (for planners)."""
+        return self._column("relative_offset") + self.base_offset, self._column("position")
+
 
 class TimeIndex(_Index):
     """`.timeindex`: running maximum timestamp -> the offset where it was reached."""
@@ -291,13 +295,22 @@ class TimeIndex(_Index):
                 raise self._corrupt(f"the time index is full ({n} entries)", n)
             self._add((timestamp, self._relative(offset, n)))
 
-    def sanity_check(self) -> None:
-        if self._file_length % self.dtype.itemsize:
-            raise self._corrupt(f"file length {self._file_length} is not a multiple of 12")
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """(timestamps, absolute offsets) of every entry, as int64 arrays (for planners)."""
+        ts, rel = self._columns()
+        return ts, rel + self.base_offset
+
+    def _columns(self) -> tuple[np.ndarray, np.ndarray]:
         ts = np.concatenate([self._loaded["timestamp"].astype(np.int64),
                              np.array([e[0] for e in self._appended], np.int64)])
         rel = np.concatenate([self._loaded["relative_offset"].astype(np.int64),
                               np.array([e[1] for e in self._appended], np.int64)])
+        return ts, rel
+
+    def sanity_check(self) -> None:
+        if self._file_length % self.dtype.itemsize:
+            raise self._corrupt(f"file length {self._file_length} is not a multiple of 12")
+        ts, rel = self._columns()
         _check_sorted(self, ts, strict=True, what="timestamps")
         _check_sorted(self, rel, strict=False, what="offsets")
         if len(rel) and rel[0] < 0:

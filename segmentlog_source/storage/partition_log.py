@@ -20,8 +20,9 @@ from .io import IOStats, filesystem_for
 from .log_config import LogConfig
 from .log_directory import parse_partition_dir_name
 from .log_files import LOG_START_OFFSET_CHECKPOINT, PARTITION_LOCK, PARTITION_METADATA
-from .producer_state import read_end_txn_marker, write_snapshot
-from .recovery import _delete_segment, create_empty_segment, load_for_append, plan_files
+from .producer_state import ProducerState, read_end_txn_marker, write_snapshot
+from .recovery import (_delete_segment, create_empty_segment, load_for_append, plan_files,
+                       replay_producer_state)
 from .segment import DEFAULT_CHUNK_BYTES, Segment
 from .segment_appender import SegmentAppender
 from .txn_index import AbortedTxn
@@ -201,7 +202,16 @@ class PartitionLog:
                 yield current, header, entry
 
     def aborted_transactions(self, start_offset: int, upper_bound: int) -> list[AbortedTxn]:
-        """Aborted transactions overlapping [start_offset, upper_bound), for read_committed (§5)."""
+        """Aborted transactions overlapping [start_offset, upper_bound), for read_committed (§5).
+
+        A segment whose indexes were never written (a crash, a bare copy of `.log` files) has no
+        trustworthy `.txnindex` either; then the aborts are found from the batches themselves,
+        as recovery would find them.
+        """
+        if not all(s.has_index_files for s in self.segments):
+            state = ProducerState(map_end_offset=self.segments[0].base_offset)
+            return [t for t in replay_producer_state(state, self.segments, upper_bound)
+                    if t.last_offset >= start_offset and t.first_offset < upper_bound]
         segment = self.segment_for(start_offset)
         if segment is None:
             return []

@@ -30,6 +30,7 @@ from .log_files import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIXES, LEADER_E
 from .producer_state import (ProducerState, read_end_txn_marker, read_snapshot, snapshot_offsets,
                              snapshot_path, write_snapshot)
 from .segment import Segment, relative_offset_fits
+from .txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -221,8 +222,11 @@ def _state_at(fs, directory: str, segments: list[Segment], offset: int) -> Produ
     return state
 
 
-def replay_producer_state(state: ProducerState, segments: list[Segment], upto: int) -> None:
-    """Feed `state` the batches in [state.map_end_offset, upto)."""
+def replay_producer_state(state: ProducerState, segments: list[Segment], upto: int
+                          ) -> list[AbortedTxn]:
+    """Feed `state` the batches in [state.map_end_offset, upto); return the transactions that
+    their ABORT markers ended (what `.txnindex` files would list)."""
+    aborted: list[AbortedTxn] = []
     start = state.map_end_offset
     first_segment = max(0, bisect.bisect_right([s.base_offset for s in segments], start) - 1)
     for segment in segments[first_segment:]:
@@ -232,7 +236,7 @@ def replay_producer_state(state: ProducerState, segments: list[Segment], upto: i
         position = first.position if first is not None else 0
         for header, entry in segment.iter_entries(position, allow_torn_tail=True):
             if header.base_offset >= upto:
-                return
+                return aborted
             if header.last_offset < start:
                 continue
             marker = None
@@ -241,8 +245,11 @@ def replay_producer_state(state: ProducerState, segments: list[Segment], upto: i
                     marker = read_end_txn_marker(header, entry)
                 except CorruptDataError as err:
                     raise err.located(segment.log_path, header.position) from None
-            state.update(header, marker)
+            txn = state.update(header, marker)
+            if txn is not None:
+                aborted.append(txn)
     state.map_end_offset = max(state.map_end_offset, upto)
+    return aborted
 
 
 def _delete_segment(fs, segment: Segment) -> None:

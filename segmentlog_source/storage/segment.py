@@ -242,30 +242,36 @@ class Segment:
                 return header
         return None
 
-    def _tail_summary(self) -> tuple[int, int, int]:
-        """(next offset, max timestamp, its offset), scanning only past the last index entry."""
+    def _tail_summary(self) -> tuple[int, int, int, int]:
+        """(next offset, max timestamp, its offset, end of the last whole batch), scanning only
+        past the last index entry."""
         if self._tail is None:
             max_ts, max_ts_offset = self.time_index.last_entry()
             slot = len(self.offset_index) - 1
             position = self.offset_index.entry(slot)[1] if slot >= 0 else 0
-            next_offset = self.base_offset
+            next_offset, end = self.base_offset, position
             for header, _ in self._scan_from_index_entry(slot, position, bodies=False):
-                next_offset = header.next_offset
+                next_offset, end = header.next_offset, header.end
                 if header.max_timestamp > max_ts:
                     max_ts, max_ts_offset = header.max_timestamp, header.last_offset
-            self._tail = (next_offset, max_ts, max_ts_offset)
+            self._tail = (next_offset, max_ts, max_ts_offset, end)
         return self._tail
 
     def read_next_offset(self) -> int:
         """The offset after the last batch (the base offset for an empty segment)."""
         return self._tail_summary()[0]
 
+    def valid_size(self) -> int:
+        """Where the last whole batch ends: the size a reader may plan with while a writer (or a
+        crash) leaves a partial batch after it."""
+        return self._tail_summary()[3]
+
     @property
     def max_timestamp_and_offset(self) -> tuple[int, int]:
         """maxTimestampSoFar and its offset; (-1, base offset) when no batch has a timestamp."""
         if not self.active:
             return self.time_index.last_entry()
-        return self._tail_summary()[1:]
+        return self._tail_summary()[1:3]
 
     @property
     def largest_timestamp(self) -> int:

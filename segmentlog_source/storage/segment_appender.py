@@ -36,7 +36,7 @@ class SegmentAppender:
         self.indexer = SegmentIndexer(*indexes, interval=config.index_interval_bytes)
         self.next_offset = segment.read_next_offset()
         segment._tail = (self.next_offset, self.indexer.max_timestamp,
-                         self.indexer.offset_of_max_timestamp)
+                         self.indexer.offset_of_max_timestamp, segment.valid_size())
         self.created_ms = config.clock_ms()
         self.roll_jitter_ms = config.roll_jitter_ms()
         self._rolling_based_timestamp: int | None = None
@@ -77,7 +77,7 @@ class SegmentAppender:
         self.indexer.add_batch(header)
         self.next_offset = header.next_offset
         self.segment._tail = (self.next_offset, self.indexer.max_timestamp,
-                              self.indexer.offset_of_max_timestamp)
+                              self.indexer.offset_of_max_timestamp, header.end)
         return header
 
     def flush(self) -> None:

@@ -1,0 +1,148 @@
+"""A read, planned: paths + options + WHERE predicates -> groups of scan tasks (Spark partitions).
+
+    find partitions -> select (options, predicates) -> offset range per partition (options)
+      -> narrowed by predicates (offsets exact, timestamps through the time indexes)
+      -> byte ranges per segment (offset indexes) -> balanced groups
+
+The planner reads directory listings and index files, plus the few `.log` bytes that
+timestamp options (ListOffsets) and the log end offset need; executors read the byte ranges.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import LogNotFoundError
+from ..storage.io import IOStats
+from ..storage.log_directory import find_partitions
+from ..storage.partition_log import PartitionLog
+from .options import ReadOptions
+from .predicates import RowFilter
+from .ranges import check_named_partitions, resolve_range
+from .scan_plan import ScanTask, group_tasks, plan_partition, timestamp_floor_offset
+
+
+@dataclass(frozen=True)
+class AbortedRange:
+    """An aborted transaction of one partition: its producer's batches in [first, last] offsets."""
+
+    topic: str
+    partition: int
+    producer_id: int
+    first_offset: int
+    last_offset: int
+
+
+@dataclass(frozen=True)
+class ReadGroup:
+    """What one Spark task reads: byte ranges, and the aborted transactions they may touch."""
+
+    tasks: tuple[ScanTask, ...]
+    aborted: tuple[AbortedRange, ...] = ()
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.nbytes for t in self.tasks)
+
+
+@dataclass
+class ReadPlan:
+    groups: list[ReadGroup]
+    notes: list[str] = field(default_factory=list)   # data-loss clamps (failOnDataLoss=false)
+    planner_io: IOStats = field(default_factory=IOStats)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(g.nbytes for g in self.groups)
+
+
+class _SegmentView:
+    """A storage Segment as the planner sees it (scan_plan.SegmentView)."""
+
+    def __init__(self, segment):
+        self._segment = segment
+        self.base_offset = segment.base_offset
+        self.log_path = segment.log_path
+
+    @property
+    def size(self) -> int:
+        # The active segment may be growing: stop at the end of its last whole batch, as seen
+        # now, so the executor never meets a batch cut by the planned end.
+        if self._segment.active:
+            return self._segment.valid_size()
+        return self._segment.size
+
+    def offset_index_entries(self):
+        return self._segment.offset_index.arrays()
+
+    def time_index_entries(self):
+        timestamps, offsets = self._segment.time_index.arrays()
+        if self._segment.active:
+            # The active segment's index lags its tail; add the tail's running maximum.
+            max_ts, max_offset = self._segment.max_timestamp_and_offset
+            if max_ts >= 0 and (len(timestamps) == 0 or max_ts > timestamps[-1]):
+                timestamps = np.append(timestamps, max_ts)
+                offsets = np.append(offsets, max_offset)
+        return timestamps, offsets
+
+
+class _PartitionView:
+    def __init__(self, log: PartitionLog):
+        self._log = log
+        self.topic = log.topic
+        self.partition = log.partition
+        self.log_start_offset = log.log_start_offset
+        self.log_end_offset = log.log_end_offset
+        self.segments = [_SegmentView(s) for s in log.segments]
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
+        return self._log.offset_for_timestamp(timestamp_ms)
+
+
+def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPlan:
+    stats = IOStats()
+    found = find_partitions(list(opts.paths))
+    if not found:
+        raise LogNotFoundError(f"no Kafka partition directories (<topic>-<partition>) under "
+                               f"{', '.join(opts.paths)}")
+    check_named_partitions(opts, {(p.topic, p.partition) for p in found},
+                           {p.topic for p in found})
+    plan = ReadPlan([], planner_io=stats)
+    if row_filter.is_empty:
+        return plan
+    tasks: list[ScanTask] = []
+    positions: dict[str, np.ndarray] = {}
+    aborted: list[AbortedRange] = []
+    for pdir in found:
+        if not (opts.selects_partition(pdir.topic, pdir.partition)
+                and row_filter.selects(pdir.topic, pdir.partition)):
+            continue
+        log = PartitionLog.open(pdir.path, topic=pdir.topic, partition=pdir.partition,
+                                stats=stats)
+        view = _PartitionView(log)
+        rng = resolve_range(view, opts)
+        plan.notes.extend(rng.notes)
+        lo, hi = rng.start, rng.end
+        f_lo, f_hi = row_filter.offset_span()
+        lo, hi = max(lo, f_lo), min(hi, f_hi)
+        if row_filter.timestamp_lo_ms > -(2**63) and lo < hi:
+            floor = timestamp_floor_offset(view, row_filter.timestamp_lo_ms)
+            lo = hi if floor is None else max(lo, floor)
+        if lo >= hi:
+            continue
+        part_tasks = plan_partition(view, lo, hi)
+        for seg in view.segments:
+            if any(t.path == seg.log_path for t in part_tasks):
+                positions[seg.log_path] = seg.offset_index_entries()[1]
+        tasks.extend(part_tasks)
+        if opts.read_committed and part_tasks:
+            aborted.extend(AbortedRange(log.topic, log.partition, a.producer_id, a.first_offset,
+                                        a.last_offset)
+                           for a in log.aborted_transactions(lo, hi))
+    for group in group_tasks(tasks, positions, opts.max_bytes_per_partition, opts.min_partitions):
+        touched = {(t.topic, t.partition) for t in group}
+        plan.groups.append(ReadGroup(group, tuple(a for a in aborted
+                                                  if (a.topic, a.partition) in touched)))
+    return plan
