@@ -54,15 +54,23 @@ def _topic_array(topic: str, n: int) -> pa.Array:
 
 
 class _AbortTracker:
-    """Kafka consumer's read_committed rule over one task's batches, in offset order."""
+    """Kafka consumer's read_committed rule over one task's batches, in offset order.
 
-    def __init__(self, aborted: list[AbortedRange], start_offset: int):
-        self.pending = sorted((a for a in aborted if a.last_offset >= start_offset),
-                              key=lambda a: a.first_offset)
+    Like a fetch from the task's first batch: only aborted transactions whose ABORT marker is at
+    or after that batch matter (an earlier marker already closed its transaction).
+    """
+
+    def __init__(self, aborted: list[AbortedRange]):
+        self.aborted = aborted
+        self.pending: list[AbortedRange] | None = None
         self.ongoing: set[int] = set()
 
     def skip(self, header, entry) -> bool:
         """Whether the batch is dropped: control batches always, aborted data batches too."""
+        if self.pending is None:
+            first = header.base_offset if header.first_offset_known else header.last_offset
+            self.pending = sorted((a for a in self.aborted if a.last_offset >= first),
+                                  key=lambda a: a.first_offset)
         while self.pending and self.pending[0].first_offset <= header.last_offset:
             self.ongoing.add(self.pending.pop(0).producer_id)
         if header.is_control:
@@ -96,7 +104,7 @@ class GroupScan:
         lo, hi = max(task.offset_lo, f.offset_lo), min(task.offset_hi, f.offset_hi)
         aborted = [a for a in self.group.aborted
                    if (a.topic, a.partition) == (task.topic, task.partition)]
-        tracker = _AbortTracker(aborted, lo) if self.settings.read_committed else None
+        tracker = _AbortTracker(aborted) if self.settings.read_committed else None
         fs, path = filesystem_for(task.path)
         scan = EntryScan(fs, path, task.start, task.end, chunk_bytes=CHUNK_BYTES, stats=self.stats)
         pending, pending_bytes = [], 0

@@ -143,7 +143,7 @@ def recover_segment(segment: Segment, state: ProducerState, epochs: LeaderEpochC
                     try:
                         marker = read_end_txn_marker(header, entry)
                     except CorruptDataError as err:
-                        raise err.located(segment.log_path, header.position) from None
+                        raise err.located(segment.log_path) from None  # decoders report header.position
                 txn = state.update(header, marker)
                 if txn is not None:
                     aborted.append(txn)
@@ -244,7 +244,7 @@ def replay_producer_state(state: ProducerState, segments: list[Segment], upto: i
                 try:
                     marker = read_end_txn_marker(header, entry)
                 except CorruptDataError as err:
-                    raise err.located(segment.log_path, header.position) from None
+                    raise err.located(segment.log_path) from None  # decoders report header.position
             txn = state.update(header, marker)
             if txn is not None:
                 aborted.append(txn)

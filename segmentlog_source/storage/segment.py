@@ -293,7 +293,7 @@ class Segment:
             try:
                 records = decode_batch(entry, header).records
             except CorruptDataError as err:
-                raise err.located(self.log_path, header.position) from None
+                raise err.located(self.log_path) from None  # decoders report header.position
             for record in records:
                 if record.timestamp >= timestamp and record.offset >= log_start_offset:
                     return record.offset, record.timestamp

@@ -1,0 +1,411 @@
+"""`segmentlog verify`: check every partition directory under the given paths, file by file.
+
+Errors (exit status 1) are what a broker or a consumer would trip over or silently get wrong:
+a bad CRC, a batch or record that does not decode, offsets that do not increase (within a
+batch, across batches and across segments), a torn or garbage tail, an unreadable producer
+snapshot or checkpoint, an index that fails its sanity check, is not trimmed on a closed segment,
+or has an entry that is not a batch start or would make a lookup skip data, and a `.txnindex`
+entry that names no ABORT marker.
+
+Warnings (exit status 0 unless --strict) are differences that brokers legitimately produce:
+index entries DumpLogSegments --verify-index-only would report as mismatches, indexes of closed
+segments that differ from the ones rebuilt from the `.log` (follower, cleaner or restarted
+segments, spec §4.5), and missing index files (the broker rebuilds them at load).
+"""
+
+from __future__ import annotations
+
+import bisect
+from array import array
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import CorruptDataError
+from ..format.batch import INT32_MAX, BatchHeader
+from ..format.control import ABORT, parse_control_record
+from ..format.records import ColumnarDecoder, decode_batch
+from ..storage.checkpoints import read_leader_epoch_checkpoint
+from ..storage.index import DEFAULT_INDEX_INTERVAL_BYTES, OffsetIndex, TimeIndex, rebuild_indexes
+from ..storage.log_directory import find_partitions
+from ..storage.log_files import INDEX_SUFFIXES, LEADER_EPOCH_CHECKPOINT, kind_of
+from ..storage.partition_log import PartitionLog
+from ..storage.producer_state import read_snapshot, snapshot_offsets, snapshot_path
+from ..storage.segment import Segment
+from ..storage.txn_index import TXN_ENTRY_SIZE
+
+HELP = "check every segment and index of partition directories; exit 1 on any error"
+MAX_REPORTS_PER_KIND = 5  # per file: a broken index can disagree with the log a million times
+
+
+@dataclass
+class Problem:
+    severity: str  # "error" or "warning"
+    path: str
+    position: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.path if self.position is None else f"{self.path} at byte {self.position}"
+        return f"{self.severity}: {where}: {self.message}"
+
+
+@dataclass
+class PartitionReport:
+    name: str
+    path: str
+    segments: int = 0
+    batches: int = 0
+    records: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+    size: int = 0
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "warning"]
+
+    def summary(self) -> str:
+        offsets = ("no records" if self.first_offset is None
+                   else f"offsets {self.first_offset}..{self.last_offset}")
+        text = (f"{self.path}: {_count(self.segments, 'segment')}, "
+                f"{_count(self.batches, 'batch')}, {_count(self.records, 'record')}, {offsets}, "
+                f"{_count(self.size, 'byte')}")
+        counts = [_count(len(group), word)
+                  for group, word in ((self.errors, "error"), (self.warnings, "warning")) if group]
+        status = "FAIL" if self.errors else "ok  "
+        return f"{status} {text}" + (f": {', '.join(counts)}" if counts else "")
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}{'es' if word.endswith('ch') else 's'}"
+
+
+class _Reporter:
+    """Problems of one partition; repeated kinds of problem in one file are counted, not listed."""
+
+    def __init__(self, report: PartitionReport):
+        self.report = report
+        self._seen: dict[tuple[str, str, str], int] = {}
+
+    def add(self, severity: str, path: str, position: int | None, message: str,
+            kind: str | None = None) -> None:
+        key = (severity, path, kind or message)
+        count = self._seen[key] = self._seen.get(key, 0) + 1
+        if count <= MAX_REPORTS_PER_KIND:
+            self.report.problems.append(Problem(severity, path, position, message))
+
+    def error(self, path, position, message, kind=None):
+        self.add("error", path, position, message, kind)
+
+    def warning(self, path, position, message, kind=None):
+        self.add("warning", path, position, message, kind)
+
+    def located(self, err: CorruptDataError, path: str) -> None:
+        self.error(err.path or path, err.position, err.reason)
+
+    def finish(self) -> None:
+        for (severity, path, kind), count in self._seen.items():
+            if count > MAX_REPORTS_PER_KIND:
+                self.report.problems.append(Problem(
+                    severity, path, None, f"... and {count - MAX_REPORTS_PER_KIND} more like "
+                    f"the above ({kind})"))
+
+
+class _SegmentBatches:
+    """What the index checks need to know about a segment's batches, 32 bytes per batch."""
+
+    def __init__(self):
+        self.positions, self.base_offsets, self.last_offsets = array("q"), array("q"), array("q")
+        self.record_max_timestamps = array("q")
+        self.abort_markers: set[int] = set()
+        self.complete = True  # False when an error stopped the scan early
+
+    def add(self, header: BatchHeader, base_offset: int, record_max_timestamp: int) -> None:
+        self.positions.append(header.position)
+        self.base_offsets.append(base_offset)
+        self.last_offsets.append(header.last_offset)
+        self.record_max_timestamps.append(record_max_timestamp)
+
+    def at_position(self, position: int) -> int | None:
+        i = bisect.bisect_left(self.positions, position)
+        return i if i < len(self.positions) and self.positions[i] == position else None
+
+
+def partition_dirs(paths: list[str]) -> list[str]:
+    """Partition directories under each path. Paths are searched one by one: two data
+    directories (two brokers) may well hold replicas of the same partition."""
+    return [p.path for path in paths for p in find_partitions(path)]
+
+
+def verify_paths(paths: list[str], *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+                 ) -> list[PartitionReport]:
+    return [verify_partition(p, index_interval_bytes=index_interval_bytes)
+            for p in partition_dirs(paths)]
+
+
+def verify_partition(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+                     ) -> PartitionReport:
+    log = PartitionLog.open(path)
+    report = PartitionReport(log.name, path, segments=len(log.segments))
+    problems = _Reporter(report)
+    snapshots = _check_small_files(log, problems)
+    checker = _LogChecker(log, report, problems)
+    leo = None
+    for segment in log.segments:
+        batches = checker.check_segment(segment)
+        if segment.active and batches.complete:
+            leo = batches.last_offsets[-1] + 1 if batches.last_offsets else segment.base_offset
+        # A closed segment's indexes are final; so are the active one's after a clean close,
+        # which leaves a producer snapshot at the log end offset.
+        closed = not segment.active or (leo is not None and snapshots and snapshots[-1] == leo)
+        _check_indexes(segment, batches, closed, snapshots, index_interval_bytes, problems)
+    problems.finish()
+    return report
+
+
+def _check_small_files(log: PartitionLog, problems: _Reporter) -> list[int]:
+    fs, directory = log.fs, log.directory
+    snapshots = snapshot_offsets(directory, fs)
+    for offset in snapshots:
+        try:
+            read_snapshot(snapshot_path(directory, offset, fs), fs)
+        except CorruptDataError as err:
+            problems.located(err, snapshot_path(directory, offset, fs))
+    epochs = fs.join(directory, LEADER_EPOCH_CHECKPOINT)
+    try:
+        read_leader_epoch_checkpoint(epochs, fs)
+    except CorruptDataError as err:
+        problems.located(err, epochs)
+    bases = {s.base_offset for s in log.segments}
+    for name in fs.list_dir(directory):
+        kind = kind_of(name)
+        if kind is not None and kind[1] in INDEX_SUFFIXES and kind[0] not in bases:
+            problems.warning(fs.join(directory, name), None,
+                             "index file without a .log (the broker deletes it at load)")
+    return snapshots
+
+
+class _LogChecker:
+    """Scans every batch of every segment, in order, keeping the previous batch's last offset."""
+
+    def __init__(self, log: PartitionLog, report: PartitionReport, problems: _Reporter):
+        self.report = report
+        self.problems = problems
+        self.previous_last_offset: int | None = None
+        self.decoder = ColumnarDecoder(verify_crc=False, fields=())
+
+    def check_segment(self, segment: Segment) -> _SegmentBatches:
+        batches = _SegmentBatches()
+        self.report.size += segment.size
+        scan = segment.iter_entries(allow_torn_tail=True)
+        try:
+            for header, entry in scan:
+                self._check_batch(segment, header, entry, batches)
+        except CorruptDataError as err:
+            self.problems.located(err, segment.log_path)
+            batches.complete = False
+        if scan.torn_tail is not None:
+            tail = scan.torn_tail
+            self.problems.error(segment.log_path, tail.position,
+                                f"the last {tail.length} bytes are not a whole batch (a torn "
+                                "write, or garbage; broker recovery truncates them)")
+        return batches
+
+    def _check_batch(self, segment: Segment, header: BatchHeader, entry, batches) -> None:
+        path, where = segment.log_path, header.position
+        self.report.batches += 1
+        if not 0 <= header.last_offset - segment.base_offset <= INT32_MAX:
+            self.problems.error(path, where, f"last offset {header.last_offset} does not fit "
+                                f"relative to the segment base offset {segment.base_offset}")
+        offsets, max_timestamp = np.empty(0, np.int64), header.max_timestamp
+        if not header.crc_is_valid(entry):
+            self.problems.error(path, where, f"CRC mismatch: stored {header.crc}, computed "
+                                f"{header.compute_crc(entry)}", kind="CRC mismatch")
+        else:
+            try:
+                offsets, max_timestamp = self._decode(header, entry, batches)
+            except CorruptDataError as err:  # record errors are located at their batch
+                self.problems.error(path, where, err.reason)
+        first_known = header.first_offset_known or not len(offsets)
+        base = header.base_offset if first_known else int(offsets[0])
+        batches.add(header, base, max_timestamp)
+        self.report.records += len(offsets)
+        if len(offsets) and not (base <= offsets[0] and offsets[-1] <= header.last_offset):
+            self.problems.error(path, where, f"record offsets {offsets[0]}..{offsets[-1]} lie "
+                                f"outside the batch's {base}..{header.last_offset}")
+        if (np.diff(offsets) <= 0).any():
+            self.problems.error(path, where, "record offsets do not increase within the batch")
+        if base < segment.base_offset:
+            self.problems.error(path, where, f"offset {base} is below the segment base offset "
+                                f"{segment.base_offset}")
+        self._follow(base, header.last_offset, path, where)
+
+    def _follow(self, base: int, last: int, path: str, where: int) -> None:
+        previous = self.previous_last_offset
+        if previous is not None and base <= previous:
+            self.problems.error(path, where, f"offset {base} does not follow the previous batch's "
+                                f"last offset {previous} (offsets must increase)")
+        if last < base:
+            self.problems.error(path, where, f"last offset {last} is below base offset {base}")
+        if self.report.first_offset is None:
+            self.report.first_offset = base
+        self.report.last_offset = last
+        self.previous_last_offset = last
+
+    def _decode(self, header: BatchHeader, entry, batches) -> tuple[np.ndarray, int]:
+        """(record offsets, max record timestamp) of a batch; structure errors raise."""
+        if header.magic >= 2 and not header.is_control:
+            columns = self.decoder.decode([(header, entry)])
+            timestamps = columns.timestamps
+            return columns.offsets, int(timestamps.max()) if len(timestamps) else -1
+        records = decode_batch(entry, header, verify_crc=False).records
+        if header.is_control:
+            for record in records:
+                if parse_control_record(record.key, record.value).type == ABORT:
+                    batches.abort_markers.add(record.offset)
+        return (np.array([r.offset for r in records], np.int64),
+                max((r.timestamp for r in records), default=-1))
+
+
+def _check_indexes(segment: Segment, batches: _SegmentBatches, closed: bool, snapshots,
+                   interval: int, problems: _Reporter) -> None:
+    fs = segment.fs
+    missing = [p for p in (segment.index_path, segment.time_index_path) if not fs.exists(p)]
+    if missing:
+        names = " and ".join(fs.basename(p) for p in missing)
+        problems.warning(fs.dirname(segment.log_path), None,
+                         f"{names} missing (the broker rebuilds them when it loads the log)")
+    offset_index = _open_index(OffsetIndex, segment.index_path, segment, closed, problems)
+    time_index = _open_index(TimeIndex, segment.time_index_path, segment, closed, problems)
+    if batches.complete:
+        if offset_index is not None:
+            _check_offset_entries(offset_index, batches, problems)
+        if time_index is not None:
+            _check_time_entries(time_index, batches, problems)
+        if closed and offset_index is not None and time_index is not None:
+            _compare_with_rebuilt(segment, offset_index, time_index, snapshots, interval, problems)
+    _check_txn_index(segment, batches, problems)
+
+
+def _open_index(cls, path: str, segment: Segment, closed: bool, problems: _Reporter):
+    if not segment.fs.exists(path):
+        return None
+    try:
+        index = cls.open(path, segment.base_offset, segment.fs)
+        if cls is OffsetIndex:
+            index.sanity_check(log_size=segment.size)
+        else:
+            index.sanity_check()
+    except CorruptDataError as err:
+        problems.located(err, path)
+        return None
+    if closed and not index.is_trimmed:
+        problems.error(path, len(index) * index.dtype.itemsize, "the index of a closed segment is "
+                       "not trimmed: a broker reads every slot of the file as an entry")
+    return index
+
+
+def _check_offset_entries(index: OffsetIndex, batches: _SegmentBatches, problems: _Reporter):
+    for i in range(len(index)):
+        offset, position = index.entry(i)
+        where = i * index.dtype.itemsize
+        j = batches.at_position(position)
+        if j is None:
+            problems.error(index.path, where, f"entry {i} ({offset}, {position}): byte {position} "
+                           "is not the start of a batch", kind="entry not at a batch start")
+            continue
+        if batches.base_offsets[j] > offset or (j > 0 and batches.last_offsets[j - 1] >= offset):
+            problems.error(index.path, where, f"entry {i} says offset {offset} is at byte "
+                           f"{position}, but the batch there holds "
+                           f"{batches.base_offsets[j]}..{batches.last_offsets[j]}",
+                           kind="entry at the wrong batch")
+        elif batches.last_offsets[j] != offset:
+            problems.warning(index.path, where, f"entry {i}: offset {offset}, but the batch at "
+                             f"byte {position} ends at {batches.last_offsets[j]} (DumpLogSegments "
+                             "mismatch; normal for follower and cleaner indexes)",
+                             kind="index mismatch")
+
+
+def _check_time_entries(index: TimeIndex, batches: _SegmentBatches, problems: _Reporter):
+    last_offsets = batches.last_offsets
+    for i in range(len(index)):
+        timestamp, offset = index.entry(i)
+        where = i * index.dtype.itemsize
+        j = bisect.bisect_left(last_offsets, offset)
+        if j == len(last_offsets):
+            problems.error(index.path, where, f"entry {i} ({timestamp}, {offset}): offset {offset} "
+                           "is past the segment's last batch", kind="entry past the end")
+        elif last_offsets[j] != offset:
+            problems.warning(index.path, where, f"entry {i}: offset {offset} is not a batch's "
+                             f"last offset (DumpLogSegments 'not found'; normal for 3.7 and older "
+                             "leaders)", kind="time index offset not found")
+        elif batches.record_max_timestamps[j] != timestamp:
+            problems.warning(index.path, where, f"entry {i}: timestamp {timestamp}, but the "
+                             f"largest record timestamp in the batch ending at {offset} is "
+                             f"{batches.record_max_timestamps[j]}", kind="timestamp mismatch")
+
+
+def _compare_with_rebuilt(segment: Segment, offset_index: OffsetIndex, time_index: TimeIndex,
+                          snapshots, interval: int, problems: _Reporter) -> None:
+    headers = (h for h, _ in segment.iter_headers(allow_torn_tail=True))
+    # Producer snapshots inside the segment mark broker restarts, which add entries (§4.5).
+    rebuilt = rebuild_indexes(headers, segment.base_offset, interval, restart_offsets=snapshots)
+    for index, expected in zip((offset_index, time_index), rebuilt):
+        actual, wanted = index.entries(), expected.entries()
+        if actual != wanted:
+            i = next((k for k, (a, b) in enumerate(zip(actual, wanted)) if a != b),
+                     min(len(actual), len(wanted)))
+            mine = actual[i] if i < len(actual) else "none"
+            theirs = wanted[i] if i < len(wanted) else "none"
+            problems.warning(index.path, i * index.dtype.itemsize, f"differs from the index "
+                             f"rebuilt from the log ({len(actual)} vs {len(wanted)} entries; "
+                             f"entry {i} is {mine}, rebuilt {theirs}); normal for follower, "
+                             "cleaner and restarted segments")
+
+
+def _check_txn_index(segment: Segment, batches: _SegmentBatches, problems: _Reporter) -> None:
+    fs, path = segment.fs, segment.txn_index_path
+    if not fs.exists(path):
+        return
+    if fs.size(path) % TXN_ENTRY_SIZE:
+        problems.warning(path, fs.size(path) - fs.size(path) % TXN_ENTRY_SIZE,
+                         "a partial entry at the end (ignored by the broker)")
+    previous = None
+    for i, txn in enumerate(segment.txn_index.entries):
+        where = i * TXN_ENTRY_SIZE
+        if txn.last_offset < segment.base_offset or txn.first_offset > txn.last_offset:
+            problems.error(path, where, f"entry {i}: offsets {txn.first_offset}..{txn.last_offset}"
+                           f" do not fit the segment (base offset {segment.base_offset})")
+        if previous is not None and txn.last_offset <= previous:
+            problems.error(path, where, f"entry {i}: last offset {txn.last_offset} is not above "
+                           f"the previous entry's {previous}")
+        if batches.complete and txn.last_offset not in batches.abort_markers:
+            problems.error(path, where, f"entry {i}: no ABORT marker at offset {txn.last_offset} "
+                           "in the segment", kind="no ABORT marker")
+        previous = txn.last_offset
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="DIR",
+                        help="data directories or partition directories")
+    parser.add_argument("--index-interval-bytes", type=int, default=DEFAULT_INDEX_INTERVAL_BYTES,
+                        metavar="N", help="the topic's index.interval.bytes, for comparing "
+                        "indexes with rebuilt ones")
+    parser.add_argument("--strict", action="store_true", help="fail on warnings too")
+
+
+def run(args) -> int:
+    failed = False
+    for path in partition_dirs(args.paths):
+        report = verify_partition(path, index_interval_bytes=args.index_interval_bytes)
+        print(report.summary(), flush=True)
+        for problem in report.problems:
+            print(f"  {problem}")
+        failed |= bool(report.errors or (args.strict and report.warnings))
+    return 1 if failed else 0
