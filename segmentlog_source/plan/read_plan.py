@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import LogNotFoundError
+from ..format.batch import V2_HEADER_SIZE
 from ..storage.io import IOStats
 from ..storage.log_directory import find_partitions
 from ..storage.partition_log import PartitionLog
@@ -76,6 +77,10 @@ class _SegmentView:
 
     def offset_index_entries(self):
         return self._segment.offset_index.arrays()
+
+    def locate(self, offset: int):
+        # Probe one header per hop: the planner reads headers, not batches.
+        return self._segment.translate_offset(offset, probe_bytes=V2_HEADER_SIZE)
 
     def time_index_entries(self):
         timestamps, offsets = self._segment.time_index.arrays()

@@ -1,9 +1,9 @@
 """Offset ranges -> byte ranges of segment files -> groups of scan tasks (Spark partitions).
 
-Only indexes are consulted here: an offset range becomes, per touched segment, the byte range
-from the `.index` entry at or below its first offset to the `.index` entry just past its last
-offset. The executor reads exactly that range and filters rows, so a narrow range costs its own
-bytes plus at most one index interval and one batch per touched segment.
+An offset range becomes, per touched segment, the byte range of exactly the batches holding its
+offsets: found through the `.index` and a hop over the headers of at most one index interval of
+batches. The executor reads that range and filters rows, so a narrow range costs its own bytes
+plus a few header probes per touched segment.
 
 The planner sees partitions through `PartitionView` (what `storage.partition_log.PartitionLog`
 offers), so it can be tested with plain fakes.
@@ -29,6 +29,10 @@ class SegmentView(Protocol):
 
     def offset_index_entries(self) -> tuple[np.ndarray, np.ndarray]:
         """(absolute offsets, byte positions) of the `.index`, validated; empty if missing."""
+
+    def locate(self, offset: int):
+        """The header (position, end, base_offset, first_offset_known) of the first batch whose
+        last offset is >= `offset`, or None."""
 
     def time_index_entries(self) -> tuple[np.ndarray, np.ndarray] | None:
         """(timestamps, absolute offsets) of the `.timeindex`, or None if it cannot be trusted
@@ -94,19 +98,23 @@ def timestamp_floor_offset(part: PartitionView, timestamp_ms: int) -> int | None
 
 
 def byte_range(seg: SegmentView, seg_end_offset: int, lo: int, hi: int) -> tuple[int, int]:
-    """The byte range of `seg` holding every batch with offsets in `[lo, hi)`."""
-    offsets, positions = seg.offset_index_entries()
+    """The byte range of `seg` holding exactly the batches with offsets in `[lo, hi)`.
+
+    Each end is found the way a broker serves a fetch: the `.index` entry at or below the
+    offset, then a hop over batch headers (a few bytes each) to the batch itself.
+    """
     size = seg.size
     start = 0
-    if lo > seg.base_offset and len(offsets):
-        k = int(np.searchsorted(offsets, lo, side="right")) - 1   # largest entry <= lo
-        if k >= 0:
-            start = int(positions[k])
+    if lo > seg.base_offset:
+        first = seg.locate(lo)
+        start = size if first is None else first.position
     end = size
-    if hi < seg_end_offset and len(offsets):
-        k = int(np.searchsorted(offsets, hi - 1, side="left"))    # first entry >= hi - 1
-        if k + 1 < len(offsets):
-            end = int(positions[k + 1])
+    if hi < seg_end_offset:
+        last = seg.locate(hi)     # the first batch that holds an offset >= hi
+        if last is not None:
+            # it may also hold offsets below hi (a legacy wrapper's first offset is unknown)
+            wanted = not last.first_offset_known or last.base_offset < hi
+            end = last.end if wanted else last.position
     return start, max(start, end)
 
 

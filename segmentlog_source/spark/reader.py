@@ -122,22 +122,57 @@ class GroupScan:
                 pending.append((header, entry))
                 pending_bytes += header.size
                 if pending_bytes >= DECODE_BYTES:
-                    yield from self._emit(task, pending, lo, hi)
+                    if not (yield from self._emit_salvaging(task, pending, lo, hi)):
+                        return    # a corrupt batch ended the task (failOnDataLoss=false)
                     pending, pending_bytes = [], 0
-            yield from self._emit(task, pending, lo, hi)
+        except CorruptDataError as err:   # the framing broke: what was read before still counts
+            if self.settings.fail_on_data_loss:
+                raise
+            yield from self._emit_salvaging(task, pending, lo, hi)
+            self._log_gap(task, err)
+            return
+        yield from self._emit_salvaging(task, pending, lo, hi)
+
+    def _emit_salvaging(self, task: ScanTask, entries, lo: int, hi: int):
+        """Emit `entries`; on a corrupt batch, raise, or (failOnDataLoss=false) log the gap and
+        return False after emitting the batches before it."""
+        try:
+            yield from self._emit(task, entries, lo, hi)
         except CorruptDataError as err:
             if self.settings.fail_on_data_loss:
                 raise
-            yield from self._emit(task, pending, lo, hi)
-            log.warning("segmentlog: skipping the rest of %s [%s, %d) after a corrupt batch "
-                        "(failOnDataLoss=false): %s", task.path, err.position, task.end, err)
+            self._log_gap(task, err)
+            return False
+        return True
+
+    @staticmethod
+    def _log_gap(task: ScanTask, err: CorruptDataError) -> None:
+        log.warning("segmentlog: skipping the rest of %s from byte %s to %d after a corrupt "
+                    "batch (failOnDataLoss=false): %s", task.path, err.position, task.end, err)
 
     def _emit(self, task: ScanTask, entries, lo: int, hi: int) -> Iterator[pa.RecordBatch]:
         if not entries:
             return
         f = self.settings.row_filter
-        columns = self.decoder.decode(entries, offsets=(lo, hi),
-                                      timestamps=(f.timestamp_lo_ms, f.timestamp_hi_ms))
+        ranges = dict(offsets=(lo, hi), timestamps=(f.timestamp_lo_ms, f.timestamp_hi_ms))
+        try:
+            columns = self.decoder.decode(entries, **ranges)
+        except CorruptDataError as err:
+            err = err.located(task.path)
+            if self.settings.fail_on_data_loss:
+                raise err from None
+            # Salvage the whole batches before the bad one, then let the task stop there.
+            for i in range(len(entries)):
+                try:
+                    self.decoder.decode(entries[i:i + 1], **ranges)
+                except CorruptDataError:
+                    yield from self._emit(task, entries[:i], lo, hi)
+                    raise err from None
+            raise err from None
+        yield from self._to_batches(task, columns)
+
+    def _to_batches(self, task: ScanTask, columns) -> Iterator[pa.RecordBatch]:
+        f = self.settings.row_filter
         n = columns.num_rows
         if n == 0:
             return

@@ -209,10 +209,12 @@ class Segment:
         return EntryScan(self.fs, self.log_path, start, end, chunk_bytes=chunk_bytes,
                          allow_torn_tail=allow_torn_tail, bodies=False, stats=self.stats)
 
-    def _scan_from_index_entry(self, slot: int, position: int, bodies: bool):
+    def _scan_from_index_entry(self, slot: int, position: int, bodies: bool,
+                               chunk_bytes: int = 64 * 1024):
         """Scan from an index position, blaming the index when the position is not a batch."""
         scan = (self.iter_entries(position, allow_torn_tail=self.active) if bodies
-                else self.iter_headers(position, allow_torn_tail=self.active))
+                else self.iter_headers(position, allow_torn_tail=self.active,
+                                       chunk_bytes=chunk_bytes))
         index_offset = self.offset_index.entry(slot)[0] if slot >= 0 else None
         try:
             first = True
@@ -233,11 +235,16 @@ class Segment:
                                    err.position) from None
 
     # -- offsets and timestamps --------------------------------------------------------------
-    def translate_offset(self, offset: int) -> BatchHeader | None:
-        """The first batch whose last offset is >= `offset` (§8.1); None if the segment has none."""
+    def translate_offset(self, offset: int, probe_bytes: int = 64 * 1024) -> BatchHeader | None:
+        """The first batch whose last offset is >= `offset` (§8.1); None if the segment has none.
+
+        The forward scan from the index entry reads `probe_bytes` per request: a planner that
+        wants to read little more than the headers it hops over passes a header's size.
+        """
         slot = self.offset_index.slot_for(offset - self.base_offset)
         position = self.offset_index.entry(slot)[1] if slot >= 0 else 0
-        for header, _ in self._scan_from_index_entry(slot, position, bodies=False):
+        for header, _ in self._scan_from_index_entry(slot, position, bodies=False,
+                                                     chunk_bytes=probe_bytes):
             if header.last_offset >= offset:
                 return header
         return None

@@ -1,0 +1,137 @@
+"""Writer options (df.write / writeStream), with the names and defaults of Kafka's producer and
+topic configs, checked on the driver before any task runs.
+
+Spark hands options over as strings in a case-insensitive dict. Every bad value is a
+BadOptionError naming the option as the user spelled it in the docs (`segment.bytes`, not the
+LogConfig field), so `writer()` fails before a single row is staged.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Mapping
+
+from ..errors import BadOptionError
+from ..format.batch import CODEC_IDS, CODEC_NAMES
+from ..storage.log_config import LogConfig
+from .options import _bool, _choice, _positive_int
+
+TIMESTAMP_TYPES = {"createtime": "CreateTime", "logappendtime": "LogAppendTime"}
+# fsync policy -> LogConfig.fsync: "commit" syncs the appended segments before the commit is
+# marked done, so a commit that returned survives a power cut; "batch" also syncs every batch.
+FSYNC_POLICIES = {"none": "none", "commit": "close", "batch": "always"}
+
+PRODUCER_BATCH_SIZE = 16384          # the producer's batch.size
+DEFAULT_LOCK_TIMEOUT_MS = 60_000     # how long a commit waits for another writer's locks
+DEFAULT_STAGING_RETENTION_MS = 24 * 3600 * 1000
+
+# Kafka's Topic.validate: legal characters and length; "." and ".." are not topics.
+_TOPIC_CHARS = re.compile(r"[a-zA-Z0-9._-]+")
+MAX_TOPIC_LENGTH = 249
+
+# LogConfig field -> the option name a user writes (errors name the option, not the field).
+_LOG_CONFIG_OPTIONS = {"segment_bytes": "segment.bytes", "segment_ms": "segment.ms",
+                       "segment_index_bytes": "segment.index.bytes",
+                       "index_interval_bytes": "index.interval.bytes", "fsync": "fsync"}
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    path: str
+    topic: str | None                  # the `topic` option: wins over a `topic` column
+    codec: int                         # compression (batch.CODEC_NAMES index)
+    batch_bytes: int                   # batch.size: bytes per RecordBatch (uncompressed bound)
+    max_records_per_batch: int | None
+    log_append_time: bool              # timestampType=LogAppendTime
+    fsync: str                         # none | commit | batch
+    num_partitions: int | None         # None: not given (a new topic then gets 1)
+    log_config: LogConfig
+    lock_timeout_ms: int
+    staging_retention_ms: int
+
+    @property
+    def partitions_for_new_topic(self) -> int:
+        return self.num_partitions or 1
+
+
+def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
+    opts = {str(k).lower(): v for k, v in options.items() if v is not None}
+    path = opts.get("path")
+    if not path:
+        raise BadOptionError("path", None, "no path given: use save(path) or start(path)")
+    topic = opts.get("topic")
+    if topic is not None:
+        check_topic_name(topic, "topic")
+    codec_name = _compression(opts)
+    fsync = _choice(opts, "fsync", tuple(FSYNC_POLICIES), "commit")
+    config_values = {
+        "segment_bytes": _positive_int(opts, "segment.bytes", LogConfig.segment_bytes),
+        "segment_ms": _positive_int(opts, "segment.ms", LogConfig.segment_ms),
+        "segment_index_bytes": _positive_int(opts, "segment.index.bytes",
+                                             LogConfig.segment_index_bytes),
+        "index_interval_bytes": _non_negative_int(opts, "index.interval.bytes",
+                                                  LogConfig.index_interval_bytes),
+        "fsync": FSYNC_POLICIES[fsync],
+    }
+    try:
+        log_config = LogConfig(**config_values)
+    except BadOptionError as err:  # LogConfig names its fields; the user knows the options
+        name = _LOG_CONFIG_OPTIONS.get(err.name, err.name)
+        raise BadOptionError(name, opts.get(name.lower(), err.value), err.reason) from None
+    timestamp_type = _choice(opts, "timestampType", tuple(TIMESTAMP_TYPES), "createtime")
+    num_partitions = _positive_int(opts, "numPartitions", None)
+    if num_partitions is not None and num_partitions >= 2**31:
+        raise BadOptionError("numPartitions", opts["numpartitions"], "must be an int32")
+    return WriteOptions(
+        path=path,
+        topic=topic,
+        codec=CODEC_IDS[codec_name],
+        batch_bytes=_positive_int(opts, "batch.size", PRODUCER_BATCH_SIZE),
+        max_records_per_batch=_positive_int(opts, "maxRecordsPerBatch", None),
+        log_append_time=TIMESTAMP_TYPES[timestamp_type] == "LogAppendTime",
+        fsync=fsync,
+        num_partitions=num_partitions,
+        log_config=log_config,
+        lock_timeout_ms=_non_negative_int(opts, "lockTimeoutMs", DEFAULT_LOCK_TIMEOUT_MS),
+        staging_retention_ms=_positive_int(opts, "stagingRetentionMs",
+                                           DEFAULT_STAGING_RETENTION_MS),
+    )
+
+
+def check_topic_name(topic: str, what: str = "topic") -> None:
+    """Kafka's rules for a topic name; it becomes a directory name, so they matter here too."""
+    if not topic or topic in (".", "..") or len(topic) > MAX_TOPIC_LENGTH \
+            or not _TOPIC_CHARS.fullmatch(topic):
+        raise BadOptionError(what, topic, f"not a legal Kafka topic name (1-{MAX_TOPIC_LENGTH} "
+                                          "of a-z A-Z 0-9 . _ -, not '.' or '..')")
+
+
+def _compression(opts: dict) -> str:
+    # `compression` as the issue names it; `compression.type` is the producer's own name.
+    given = {name: opts[name] for name in ("compression", "compression.type") if name in opts}
+    values = {str(v).strip().lower() for v in given.values()}
+    if len(values) > 1:
+        raise BadOptionError("compression", given.get("compression"),
+                             f"conflicts with compression.type={given['compression.type']!r}")
+    if not values:
+        return "none"
+    value = values.pop()
+    if value not in CODEC_NAMES:
+        name = "compression" if "compression" in given else "compression.type"
+        raise BadOptionError(name, given[name], f"expected one of {', '.join(CODEC_NAMES)}")
+    return value
+
+
+def _non_negative_int(opts: dict, name: str, default: int) -> int:
+    raw = opts.get(name.lower())
+    if raw is None:
+        return default
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        raise BadOptionError(name, raw, "expected a non-negative integer") from None
+    if value < 0:
+        raise BadOptionError(name, raw, "expected a non-negative integer")
+    return value
+
