@@ -16,7 +16,9 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,bench]'
+	# compat mode puts the repository on sys.path, so Spark's discovery of top-level
+	# pyspark_* modules (pkgutil.iter_modules) sees pyspark_segmentlog
+	$(PY) -m pip install -q -e '.[test,bench]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
 demo: $(STAMP)
