@@ -30,6 +30,14 @@ def shared_fixture(*parts: str) -> Path:
     return path
 
 
+def read_segmentlog(spark, path, **options):
+    """spark.read.format("segmentlog") with `options`, loaded from `path` (a fresh load())."""
+    reader = spark.read.format("segmentlog")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load(str(path))
+
+
 @pytest.fixture(scope="session")
 def shared() -> Path:
     return shared_dir()

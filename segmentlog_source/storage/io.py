@@ -32,23 +32,17 @@ class IOStats:
         self.read_requests += 1
 
 
-class RandomAccessFile:
-    """A file opened for positional reads. Close it (or use `with`)."""
+class _OpenFile:
+    """An open file descriptor: closed by `close()`, `with`, or when collected."""
 
-    def __init__(self, path: str, stats: IOStats | None = None):
+    _fd = -1
+
+    def __init__(self, path: str, flags: int):
         self.path = path
-        self._fd = os.open(path, os.O_RDONLY)
-        self._stats = stats
+        self._fd = os.open(path, flags, 0o644)
 
     def size(self) -> int:
         return os.fstat(self._fd).st_size
-
-    def read_at(self, position: int, length: int) -> bytes:
-        """Up to `length` bytes from `position` (fewer only at the end of the file)."""
-        data = os.pread(self._fd, length, position)
-        if self._stats is not None:
-            self._stats.add(len(data))
-        return data
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -65,16 +59,26 @@ class RandomAccessFile:
         self.close()
 
 
-class AppendFile:
+class RandomAccessFile(_OpenFile):
+    """A file opened for positional reads. Close it (or use `with`)."""
+
+    def __init__(self, path: str, stats: IOStats | None = None):
+        super().__init__(path, os.O_RDONLY)
+        self._stats = stats
+
+    def read_at(self, position: int, length: int) -> bytes:
+        """Up to `length` bytes from `position` (fewer only at the end of the file)."""
+        data = os.pread(self._fd, length, position)
+        if self._stats is not None:
+            self._stats.add(len(data))
+        return data
+
+
+class AppendFile(_OpenFile):
     """A file opened for appending and truncating (segments and indexes being written)."""
 
     def __init__(self, path: str, create: bool = True):
-        flags = os.O_RDWR | (os.O_CREAT if create else 0)
-        self.path = path
-        self._fd = os.open(path, flags, 0o644)
-
-    def size(self) -> int:
-        return os.fstat(self._fd).st_size
+        super().__init__(path, os.O_RDWR | (os.O_CREAT if create else 0))
 
     def write_at(self, position: int, data) -> None:
         view = memoryview(data)
@@ -94,20 +98,6 @@ class AppendFile:
 
     def fsync(self) -> None:
         os.fsync(self._fd)
-
-    def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
 
 
 class FileLock:

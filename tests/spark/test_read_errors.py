@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from segmentlog_source.cli.generate import generate_log
+from tests.conftest import read_segmentlog as read
 
 pytestmark = pytest.mark.spark
 
@@ -20,12 +21,6 @@ def small_log(tmp_path_factory) -> Path:
                  records_per_batch=10, segment_bytes=4096, seed=7)
     return path
 
-
-def read(spark, path, **options):
-    reader = spark.read.format("segmentlog")
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    return reader.load(str(path))
 
 
 def test_missing_path(spark, tmp_path):

@@ -10,7 +10,7 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
-from tests.conftest import shared_fixture
+from tests.conftest import read_segmentlog, shared_fixture
 from tests.fixture_inspect import Digest, expected_records
 
 REAL = shared_fixture("kafka-real")
@@ -60,10 +60,7 @@ def comparable(df):
 
 
 def read(spark, path, **options):
-    reader = spark.read.format("segmentlog").option("includeHeaders", "true")
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    return reader.load(str(path))
+    return read_segmentlog(spark, path, includeHeaders="true", **options)
 
 
 @pytest.mark.parametrize("partition_dir", REAL_PARTITIONS, ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -15,6 +15,7 @@ from kafka.record import MemoryRecords
 from pyspark.sql import functions as F
 
 from segmentlog_source.cli.generate import generate_log
+from tests.conftest import read_segmentlog as read
 
 pytestmark = pytest.mark.spark
 
@@ -33,12 +34,6 @@ def log_dir(tmp_path_factory) -> Path:
                      transactions=True, seed=seed, start_timestamp=START)
     return path
 
-
-def read(spark, path, **options):
-    reader = spark.read.format("segmentlog")
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    return reader.load(str(path))
 
 
 def rows(df):
