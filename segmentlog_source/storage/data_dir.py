@@ -73,11 +73,14 @@ def partition_dir(log_dir: str, topic: str, partition: int, fs=LOCAL) -> str:
     return fs.join(log_dir, f"{topic}-{partition}")
 
 
-def topic_id_of(log_dir: str, topic: str, partitions: int, fs=LOCAL) -> str | None:
-    """The topic id the topic's `partition.metadata` files carry (the first found), or None."""
-    for p in range(partitions):
-        found = read_partition_metadata(
-            fs.join(partition_dir(log_dir, topic, p, fs), PARTITION_METADATA), fs)
-        if found is not None:
-            return found
+def topic_id_of(log_dir: str, topic: str, fs=LOCAL) -> str | None:
+    """The topic id in the first `partition.metadata` of the topic's partitions, or None."""
+    if not fs.is_dir(log_dir):
+        return None
+    for name in fs.list_dir(log_dir):
+        parsed = parse_partition_dir_name(name)
+        if parsed is not None and parsed[0] == topic:
+            found = read_partition_metadata(fs.join(log_dir, name, PARTITION_METADATA), fs)
+            if found is not None:
+                return found
     return None
