@@ -233,3 +233,23 @@ def iter_headers(buf, start: int = 0, end: int | None = None, *, base_position: 
             return
         yield header
         pos += header.size
+
+
+_MAX_TIMESTAMP_AT = 35
+_CRC_AT = 17
+_ATTRIBUTES_AT = 21
+
+
+def set_log_append_time(entry: bytearray, timestamp: int) -> None:
+    """DefaultRecordBatch.setMaxTimestamp(LOG_APPEND_TIME, timestamp), in place on one v2 batch.
+
+    What a broker does to a CreateTime batch on a LogAppendTime topic (spec §2.4): attribute
+    bit 3 set, maxTimestamp = the append time, CRC recomputed; baseTimestamp and the record
+    deltas stay as the producer wrote them.
+    """
+    if entry[MAGIC_OFFSET] != 2:
+        raise ValueError("only v2 batches carry a batch-level LogAppendTime")
+    attributes = struct.unpack_from(">h", entry, _ATTRIBUTES_AT)[0] | ATTR_TIMESTAMP_TYPE
+    struct.pack_into(">h", entry, _ATTRIBUTES_AT, attributes)
+    _INT64.pack_into(entry, _MAX_TIMESTAMP_AT, timestamp)
+    struct.pack_into(">I", entry, _CRC_AT, crc32c(memoryview(entry)[V2_CRC_START:]))

@@ -46,6 +46,7 @@ INT64_MIN = -9223372036854775808
 MIN_RECORD_SIZE = 7  # length, attributes, tsDelta, offsetDelta, keyLen, valueLen, headerCount
 NULL_VARINT = 1  # -1 zig-zags to 0x01
 NO_FIXED_BASE = INT64_MIN  # encoder: base timestamp = each batch's first timestamp
+PLAN_OFFSET_DELTA, PLAN_KEY_OFFSETS, PLAN_VALUE_OFFSETS = 1, 2, 3  # plan_batches' errors
 
 # Error codes in state[ERR_CODE]; records.ERROR_REASONS words them.
 OK = 0
@@ -414,21 +415,27 @@ def _body_size(ts_delta, off_delta, klen, vlen, tail):
 
 
 @njit(cache=True, nogil=True)
-def plan_batches(timestamps, rel_offsets, key_len, value_len, header_bytes, fixed_base_ts,
-                 max_records, max_bytes, batch_first, batch_bytes, batch_max_ts):
+def plan_batches(timestamps, rel_offsets, key_valid, key_offsets, value_valid, value_offsets,
+                 header_bytes, fixed_base_ts, max_records, max_bytes, batch_first, batch_bytes,
+                 batch_max_ts, error):
     """Split rows into batches greedily and size each batch's records exactly.
 
-    Per row: key_len / value_len (-1 = null) and header_bytes (headerCount varint + headers).
+    Keys and values come as Arrow columns (valid: uint8 per row, empty = no nulls; offsets
+    n + 1); header_bytes is each row's headerCount varint + headers (empty = no headers, one
+    byte each); rel_offsets are offsets relative to the base offset (empty = 0, 1, 2, ...).
     A batch takes rows while it holds fewer than max_records and its full size (61-byte header
     + records) stays <= max_bytes; like Kafka's producer, a batch always takes at least one row.
     A record's size depends on its deltas to its batch's bases, which is why splitting and sizing
     are one loop: base timestamp = the batch's first timestamp (or fixed_base_ts, a delete
     horizon, unless it is NO_FIXED_BASE); base offset = 0 for the first batch, else the first
-    row's rel_offset. Writes each batch's first row (plus a sentinel n), records bytes and max
-    timestamp; returns the number of batches, or -1 - r when row r's offset delta does not fit an
-    int32.
+    row's relative offset. Writes each batch's first row (plus a sentinel n), records bytes and
+    max timestamp and returns the number of batches; or returns -1 with error = (PLAN_*, row).
     """
     n = len(timestamps)
+    has_rel = len(rel_offsets) > 0
+    key_nullable = len(key_valid) > 0
+    value_nullable = len(value_valid) > 0
+    has_headers = len(header_bytes) > 0
     if max_records < 1:
         max_records = 1
     nb = 0
@@ -436,15 +443,31 @@ def plan_batches(timestamps, rel_offsets, key_len, value_len, header_bytes, fixe
     while r < n:
         first = r
         base_ts = timestamps[first] if fixed_base_ts == NO_FIXED_BASE else fixed_base_ts
-        base_off = rel_offsets[first] if nb > 0 else 0
+        base_off = 0
+        if nb > 0:
+            base_off = rel_offsets[first] if has_rel else first
         total = 0
         max_ts = -1
         while r < n and r - first < max_records:
-            off_delta = rel_offsets[r] - base_off
+            off_delta = (rel_offsets[r] if has_rel else r) - base_off
             if off_delta < -INT32_MAX - 1 or off_delta > INT32_MAX:
-                return -1 - r
-            body = _body_size(timestamps[r] - base_ts, off_delta, key_len[r], value_len[r],
-                              header_bytes[r])
+                error[0] = PLAN_OFFSET_DELTA
+                error[1] = r
+                return -1
+            # Lengths come from the offsets, checked here because encode_records copies
+            # with memcpy: descending offsets would read outside the data.
+            klen = key_offsets[r + 1] - key_offsets[r]
+            vlen = value_offsets[r + 1] - value_offsets[r]
+            if klen < 0 or vlen < 0:
+                error[0] = PLAN_KEY_OFFSETS if klen < 0 else PLAN_VALUE_OFFSETS
+                error[1] = r
+                return -1
+            if key_nullable and key_valid[r] == 0:
+                klen = -1
+            if value_nullable and value_valid[r] == 0:
+                vlen = -1
+            body = _body_size(timestamps[r] - base_ts, off_delta, klen, vlen,
+                              header_bytes[r] if has_headers else 1)
             size = varint_size(body) + body
             if r > first and 61 + total + size > max_bytes:
                 break
@@ -461,29 +484,40 @@ def plan_batches(timestamps, rel_offsets, key_len, value_len, header_bytes, fixe
 
 
 @njit(cache=True, nogil=True)
-def encode_records(timestamps, rel_offsets, key_len, key_offsets, key_data, value_len,
+def encode_records(timestamps, rel_offsets, key_valid, key_offsets, key_data, value_valid,
                    value_offsets, value_data, header_bytes, header_offsets, hkey_offsets,
                    hkey_data, hvalue_len, hvalue_offsets, hvalue_data, fixed_base_ts,
                    batch_first, n_batches, out, out_pos):
     """Write the records of each planned batch into out[out_pos[b]:], in Kafka's byte order.
 
-    Deltas are taken against each batch's first row exactly as plan_batches sized them, so the
-    bytes land where the plan said. An empty header_offsets means no row has headers.
-    Returns the end position of the last batch's records.
+    Inputs as for plan_batches (which validated them), plus the data and the headers: per
+    header, key offsets / value lengths (-1 = null) / value offsets. Deltas are taken against
+    each batch's first row exactly as plan_batches sized them, so the bytes land where the plan
+    said. Returns the end position of the last batch's records.
     """
-    has_headers = len(header_offsets) > 0
+    has_rel = len(rel_offsets) > 0
+    key_nullable = len(key_valid) > 0
+    value_nullable = len(value_valid) > 0
+    has_headers = len(header_bytes) > 0
     p = 0
     for b in range(n_batches):
         first = batch_first[b]
         base_ts = timestamps[first] if fixed_base_ts == NO_FIXED_BASE else fixed_base_ts
-        base_off = rel_offsets[first] if b > 0 else 0
+        base_off = 0
+        if b > 0:
+            base_off = rel_offsets[first] if has_rel else first
         p = out_pos[b]
         for r in range(first, batch_first[b + 1]):
             ts_delta = timestamps[r] - base_ts
-            off_delta = rel_offsets[r] - base_off
-            klen = key_len[r]
-            vlen = value_len[r]
-            p = write_varint(out, p, _body_size(ts_delta, off_delta, klen, vlen, header_bytes[r]))
+            off_delta = (rel_offsets[r] if has_rel else r) - base_off
+            klen = key_offsets[r + 1] - key_offsets[r]
+            if key_nullable and key_valid[r] == 0:
+                klen = -1
+            vlen = value_offsets[r + 1] - value_offsets[r]
+            if value_nullable and value_valid[r] == 0:
+                vlen = -1
+            p = write_varint(out, p, _body_size(ts_delta, off_delta, klen, vlen,
+                                                header_bytes[r] if has_headers else 1))
             out[p] = 0  # attributes
             p = write_varint(out, p + 1, ts_delta)
             p = write_varint(out, p, off_delta)

@@ -18,9 +18,10 @@ from kafka.record.memory_records import MemoryRecords
 from segmentlog_source.errors import BadOptionError, CorruptDataError
 from segmentlog_source.format.arrow import to_arrow
 from segmentlog_source.format.batch import (CODEC_NAMES, LOG_APPEND_TIME, TIMESTAMP_TYPE_NAMES,
-                                            iter_headers, parse_header)
-from segmentlog_source.format.records import (ColumnarDecoder, Record, RecordColumns,
-                                              decode_batch, encode_batch, encode_batches)
+                                            iter_headers, parse_header, set_log_append_time)
+from segmentlog_source.format.records import (BinaryColumn, ColumnarDecoder, HeaderColumns,
+                                              Record, RecordColumns, decode_batch, encode_batch,
+                                              encode_batches)
 from tests.conftest import shared_fixture
 from tests.format.inspect_txt import parse_inspect, same_bytes
 
@@ -231,13 +232,10 @@ def kafka_python_batch(records, codec=0, transactional=False, producer=(-1, -1, 
     return bytes(builder.build())
 
 
-def set_log_append_time(data: bytes, append_time: int) -> bytes:
-    """What the broker does in place: attribute bit 3, maxTimestamp, new CRC."""
-    b = bytearray(data)
-    struct.pack_into(">h", b, 21, struct.unpack_from(">h", b, 21)[0] | 0x08)
-    struct.pack_into(">q", b, 35, append_time)
-    struct.pack_into(">I", b, 17, crc32c(bytes(b[21:])))
-    return bytes(b)
+def with_log_append_time(data: bytes, append_time: int) -> bytes:
+    entry = bytearray(data)
+    set_log_append_time(entry, append_time)  # what the broker does in place
+    return bytes(entry)
 
 
 SAMPLE = [
@@ -270,7 +268,7 @@ def test_we_read_what_kafka_python_writes(codec):
 @pytest.mark.parametrize("codec", CODECS)
 def test_log_append_time_both_ways(codec):
     ours = encode_batch(SAMPLE, codec=codec, log_append_time=1800000000000)
-    theirs = set_log_append_time(kafka_python_batch(SAMPLE, codec), 1800000000000)
+    theirs = with_log_append_time(kafka_python_batch(SAMPLE, codec), 1800000000000)
     for data in (ours, theirs):
         want = [r._replace(timestamp=1800000000000) for r in SAMPLE]
         assert kafka_python_records(data) == want
@@ -315,7 +313,7 @@ def test_encode_batches_splits_by_records_and_bytes(codec):
                              max_bytes=max_bytes, codec=codec, producer_id=5, producer_epoch=0,
                              base_sequence=2**31 - 100)
         headers = list(iter_headers(out.data))
-        assert headers == out.headers
+        assert headers == out.headers and out.num_batches == len(headers)
         decoded = [r for h in headers for r in decode_batch(out.data[h.position:h.end]).records]
         assert decoded == [r._replace(offset=r.offset + 1000) for r in records]
         for h in headers:
@@ -500,6 +498,23 @@ def test_encoder_refuses_what_kafka_refuses():
         encode_batch(SAMPLE, codec=9)
     with pytest.raises(BadOptionError, match="fields"):
         ColumnarDecoder(fields={"key", "payload"})
-    assert encode_batches(RecordColumns(np.zeros(0, np.int64))) == (b"", [])
+    nothing = encode_batches(RecordColumns(np.zeros(0, np.int64)))
+    assert nothing.data == b"" and nothing.headers == []
     data = encode_batch(SAMPLE, codec="zstd")
     assert parse_header(data).codec_name == "zstd" and decode_batch(data).records == SAMPLE
+
+
+def test_inconsistent_columns_are_refused_before_any_copy():
+    ts = np.zeros(2, np.int64)
+    for bad, why in (([0, 5, 3], "do not ascend"), ([0, 2, 99], "within the 10 data bytes"),
+                     ([-1, 0, 1], "within")):
+        column = BinaryColumn(None, np.array(bad, np.int64), np.zeros(10, np.uint8))
+        for jit in (True, False):
+            with pytest.raises(BadOptionError, match=why):
+                encode_batches(RecordColumns(ts, values=column), jit=jit)
+    with pytest.raises(BadOptionError, match="rows given"):
+        encode_batches(RecordColumns(ts, keys=BinaryColumn.from_pylist([b"x"])))
+    headers = HeaderColumns(np.array([0, 1, 3]), BinaryColumn.from_pylist([b"a"]),
+                            BinaryColumn.from_pylist([b"b"]))
+    with pytest.raises(BadOptionError, match="list offsets"):
+        encode_batches(RecordColumns(ts, headers=headers))

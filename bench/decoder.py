@@ -1,0 +1,223 @@
+"""Record decoder and encoder throughput: segmentlog's kernels vs kafka-python, one core.
+
+The same bytes go to both sides: `records` records (8-byte keys, `value_bytes`-byte JSON-ish
+values that compress like real payloads) in v2 batches of at most 16 KiB, a Java producer's
+default batch.size, laid end to end like a segment, once per codec.
+
+* decode, segmentlog: split into entries (batch.iter_headers), decoded per 1 MiB of entries
+  (the storage layer's read chunk) by ColumnarDecoder, turned into Arrow arrays (arrow.to_arrow).
+* decode, kafka-python: kafka.record.MemoryRecords over the whole buffer, every batch's records
+  iterated, key/value/offset/timestamp touched.
+* decompress only: the codec library alone (cramjam) over the same compressed record areas:
+  the floor any decoder of that codec pays.
+* encode: pyarrow arrays -> batches of <= 16 KiB (arrow.columns_from_arrow +
+  records.encode_batches) vs kafka-python's DefaultRecordBatchBuilder appending the same rows.
+
+Numba compiles on first use, so everything runs once before it is timed. Rates are records/s
+from the median of `repetitions` runs, the two contenders timed alternately, each run repeating
+the work for ~0.25 s (see `paired`); the ratio of the best runs is printed too.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import struct
+import sys
+import time
+from contextlib import contextmanager
+
+import cramjam
+import numpy as np
+import pyarrow as pa
+from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka.record.memory_records import MemoryRecords
+
+from segmentlog_source.format.arrow import columns_from_arrow, to_arrow
+from segmentlog_source.format.batch import CODEC_NAMES, V2_HEADER_SIZE, iter_headers
+from segmentlog_source.format.records import ColumnarDecoder, encode_batches
+
+BATCH_BYTES = 16 * 1024
+CHUNK_BYTES = 1024 * 1024
+BASE_TIMESTAMP = 1700000000000
+
+
+def make_rows(records: int, value_bytes: int, seed: int = 7):
+    """(keys, values, timestamps) as Python lists: the rows every contender encodes."""
+    rng = random.Random(seed)
+    users = [f"user-{rng.randrange(10**6):06d}" for _ in range(500)]
+    keys, values = [], []
+    for i in range(records):
+        keys.append(b"k%07d" % i)
+        text = (f'{{"id":{i},"user":"{rng.choice(users)}","amount":{rng.random() * 1000:.2f},'
+                f'"ok":{str(rng.random() < 0.9).lower()},"note":"').encode()
+        pad = bytes(rng.choice(b"abcdefgh ") for _ in range(max(0, value_bytes - len(text) - 2)))
+        values.append((text + pad + b'"}')[:value_bytes])
+    stamps = [BASE_TIMESTAMP + i // 10 for i in range(records)]
+    return keys, values, stamps
+
+
+def arrow_rows(keys, values, stamps):
+    return (pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
+            pa.array(np.asarray(stamps, np.int64) * 1000, pa.timestamp("us", tz="UTC")))
+
+
+def encode_segmentlog(key, value, timestamp, codec: int) -> bytes:
+    columns = columns_from_arrow(key=key, value=value, timestamp=timestamp)
+    return encode_batches(columns, max_bytes=BATCH_BYTES, codec=codec).data
+
+
+def encode_kafka_python(keys, values, stamps, codec: int) -> list:
+    batches, builder, first = [], None, 0
+    for i, (k, v, t) in enumerate(zip(keys, values, stamps)):
+        if builder is None or builder.append(i - first, t, k, v, []) is None:
+            if builder is not None:
+                batches.append(builder.build())
+            builder, first = DefaultRecordBatchBuilder(2, codec, False, -1, -1, -1,
+                                                       BATCH_BYTES), i
+            builder.append(0, t, k, v, [])
+    batches.append(builder.build())
+    return batches
+
+
+def decode_segmentlog(data: bytes, decoder: ColumnarDecoder) -> int:
+    view = memoryview(data)
+    rows, chunk, chunk_end = 0, [], CHUNK_BYTES
+    for header in iter_headers(data):
+        if header.position >= chunk_end and chunk:
+            rows += len(to_arrow(decoder.decode(chunk))["offset"])
+            chunk, chunk_end = [], header.position + CHUNK_BYTES
+        chunk.append((header, view[header.position:header.end]))
+    if chunk:
+        rows += len(to_arrow(decoder.decode(chunk))["offset"])
+    return rows
+
+
+def decode_kafka_python(data: bytes) -> int:
+    rows, records = 0, MemoryRecords(data)
+    while (batch := records.next_batch()) is not None:
+        for record in batch:
+            record.key, record.value, record.offset, record.timestamp
+            rows += 1
+    return rows
+
+
+def _unxerial(area) -> bytes:
+    out, pos = [], 16  # magic + version + compatible version
+    while pos < len(area):
+        (size,) = struct.unpack_from(">i", area, pos)
+        out.append(bytes(cramjam.snappy.decompress_raw(area[pos + 4:pos + 4 + size])))
+        pos += 4 + size
+    return b"".join(out)
+
+
+DECOMPRESS = {1: lambda a: cramjam.gzip.decompress(a), 2: _unxerial,
+              3: lambda a: cramjam.lz4.decompress(a), 4: lambda a: cramjam.zstd.decompress(a)}
+
+
+def decompress_only(data: bytes, codec: int) -> int:
+    view, total = memoryview(data), 0
+    for header in iter_headers(data):
+        total += len(DECOMPRESS[codec](view[header.position + V2_HEADER_SIZE:header.end]))
+    return total
+
+
+def timed(fn, times: int = 1) -> float:
+    """Seconds per call of fn, over `times` calls in a row."""
+    start = time.perf_counter()
+    for _ in range(times):
+        fn()
+    return (time.perf_counter() - start) / times
+
+
+def paired(ours, theirs, repetitions: int, window: float = 0.25) -> dict:
+    """Median (and best) seconds per call of both, measured alternately, each repetition
+    repeating a call until it spans about `window` seconds: on a shared machine a busy
+    neighbour then slows both sides alike, instead of weighing most on whichever side is
+    fast enough to fit between two of its time slices."""
+    loops = [max(1, round(window / timed(fn))) for fn in (ours, theirs)]  # also warms up
+    a, b = [], []
+    for _ in range(repetitions):
+        a.append(timed(ours, loops[0]))
+        b.append(timed(theirs, loops[1]))
+    return {"segmentlog_s": statistics.median(a), "kafka_python_s": statistics.median(b),
+            "segmentlog_best_s": min(a), "kafka_python_best_s": min(b)}
+
+
+def median_seconds(fn, repetitions: int, window: float = 0.25) -> float:
+    loops = max(1, round(window / timed(fn)))
+    return statistics.median(timed(fn, loops) for _ in range(repetitions))
+
+
+def rates(times: dict, records: int) -> dict:
+    return {**times, "segmentlog_rps": records / times["segmentlog_s"],
+            "kafka_python_rps": records / times["kafka_python_s"],
+            "ratio": times["kafka_python_s"] / times["segmentlog_s"],
+            "best_ratio": times["kafka_python_best_s"] / times["segmentlog_best_s"]}
+
+
+@contextmanager
+def one_core():
+    """Pin the process to one CPU for the measurement (Linux), so 'single core' is literal."""
+    if not hasattr(os, "sched_setaffinity"):
+        yield None
+        return
+    before = os.sched_getaffinity(0)
+    cpu = max(before)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield cpu
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def run(repetitions: int = 5, records: int = 200_000, value_bytes: int = 100,
+        codecs=tuple(range(len(CODEC_NAMES)))) -> dict:
+    keys, values, stamps = make_rows(records, value_bytes)
+    key, value, timestamp = arrow_rows(keys, values, stamps)
+    decoder = ColumnarDecoder()
+    result = {"records": records, "value_bytes": value_bytes, "batch_bytes": BATCH_BYTES,
+              "chunk_bytes": CHUNK_BYTES, "repetitions": repetitions, "decode": {},
+              "encode": {}}
+    with one_core() as cpu:
+        result["cpu"] = cpu
+        for codec in codecs:
+            name = CODEC_NAMES[codec]
+            data = bytes(encode_segmentlog(key, value, timestamp, codec))
+            assert decode_segmentlog(data, decoder) == decode_kafka_python(data) == records
+            row = rates(paired(lambda: decode_segmentlog(data, decoder),
+                               lambda: decode_kafka_python(data), repetitions), records)
+            row.update(bytes=len(data), batches=sum(1 for _ in iter_headers(data)))
+            if codec:
+                row["decompress_only_s"] = median_seconds(lambda: decompress_only(data, codec),
+                                                          repetitions)
+            result["decode"][name] = row
+            result["encode"][name] = rates(paired(
+                lambda: encode_segmentlog(key, value, timestamp, codec),
+                lambda: encode_kafka_python(keys, values, stamps, codec), repetitions), records)
+    return result
+
+
+def print_table(result: dict, out=sys.stdout) -> None:
+    print(f"{result['records']} records, {result['value_bytes']}-byte values, batches <= "
+          f"{result['batch_bytes'] // 1024} KiB, median of {result['repetitions']}, "
+          f"pinned to CPU {result['cpu']}", file=out)
+    print(f"{'decode':8} {'batches':>7} {'MB':>6} {'segmentlog rec/s':>17} "
+          f"{'kafka-python rec/s':>19} {'ratio':>6} {'(best)':>6} {'ms':>6} "
+          f"{'decompress-only ms':>18}", file=out)
+    for name, r in result["decode"].items():
+        only = f"{r['decompress_only_s'] * 1e3:18.1f}" if "decompress_only_s" in r else f"{'-':>18}"
+        print(f"{name:8} {r['batches']:7d} {r['bytes'] / 1e6:6.1f} {r['segmentlog_rps']:17,.0f} "
+              f"{r['kafka_python_rps']:19,.0f} {r['ratio']:6.1f} {r['best_ratio']:6.1f} "
+              f"{r['segmentlog_s'] * 1e3:6.1f} {only}", file=out)
+    print(f"{'encode':8} {'':>7} {'':>6} {'segmentlog rec/s':>17} {'kafka-python rec/s':>19} "
+          f"{'ratio':>6} {'(best)':>6} {'ms':>6}", file=out)
+    for name, r in result["encode"].items():
+        print(f"{name:8} {'':>7} {'':>6} {r['segmentlog_rps']:17,.0f} "
+              f"{r['kafka_python_rps']:19,.0f} {r['ratio']:6.1f} {r['best_ratio']:6.1f} "
+              f"{r['segmentlog_s'] * 1e3:6.1f}", file=out)
+
+
+if __name__ == "__main__":
+    print_table(run(repetitions=int(sys.argv[1]) if len(sys.argv) > 1 else 5))
