@@ -11,11 +11,11 @@ from segmentlog_source.format.control import (ABORT, COMMIT, CONTROL_TYPE_IDS, K
                                               end_txn_marker, parse_control_key,
                                               parse_control_record, parse_end_txn_marker)
 from tests.conftest import shared_fixture
-from tests.format.inspect_txt import parse_inspect
+from tests.fixture_inspect import parse_inspect
 
 
 def test_fixture_markers():
-    batches = parse_inspect(shared_fixture("kafka-clients", "v2-transactions", "inspect.txt"))
+    batches = parse_inspect(shared_fixture("kafka-clients", "v2-transactions", "inspect.txt")).batches
     markers = [b for b in batches if b.is_control]
     assert len(markers) == 4
     for batch in markers:

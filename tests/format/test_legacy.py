@@ -15,7 +15,7 @@ from segmentlog_source.format.batch import header_at, iter_headers
 from segmentlog_source.format.codecs import GZIP, LZ4, NONE, SNAPPY, ZSTD, compress
 from segmentlog_source.format.legacy import decode_legacy_entry
 from tests.conftest import shared_fixture
-from tests.format.inspect_txt import parse_inspect, same_bytes
+from tests.fixture_inspect import parse_inspect, same_bytes
 
 LEGACY_CASES = ["v0-none", "v0-gzip", "v0-snappy", "v0-lz4", "v1-none", "v1-gzip", "v1-snappy",
                 "v1-lz4", "mixed-v0-v1-v2"]
@@ -34,7 +34,7 @@ def _assert_records_match(records, expected):
 def test_fixture_entries_decode_to_kafkas_records(case):
     directory = shared_fixture("kafka-clients", case)
     buf = next(directory.glob("*.log")).read_bytes()
-    expected = parse_inspect(directory / "inspect.txt")
+    expected = parse_inspect(directory / "inspect.txt").batches
     headers = list(iter_headers(buf))
     assert len(headers) == len(expected)
     checked = 0

@@ -23,7 +23,7 @@ from segmentlog_source.format.records import (BinaryColumn, ColumnarDecoder, Hea
                                               Record, RecordColumns, decode_batch, encode_batch,
                                               encode_batches)
 from tests.conftest import shared_fixture
-from tests.format.inspect_txt import parse_inspect, same_bytes
+from tests.fixture_inspect import parse_inspect, same_bytes
 
 CASES = sorted(p.name for p in shared_fixture("kafka-clients").iterdir()
                if p.is_dir() and p.name.startswith(("v2-", "mixed-")))
@@ -35,7 +35,7 @@ def load(case: str):
     directory = shared_fixture("kafka-clients", case)
     log = next(directory.glob("*.log")).read_bytes()
     entries = [(h, log[h.position:h.end]) for h in iter_headers(log)]
-    return entries, parse_inspect(directory / "inspect.txt")
+    return entries, parse_inspect(directory / "inspect.txt").batches
 
 
 def assert_records_match(records, expected):
