@@ -8,6 +8,6 @@ offers no DefaultSource (Spark then reports the format as not found) and
 """
 
 try:
-    from segmentlog_source.spark.source import SegmentLogDataSource as DefaultSource
+    from segmentlog_source.spark.source import SegmentLogDataSource as DefaultSource  # noqa: F401
 except Exception:  # noqa: BLE001 - never break Spark's lookup of other sources
     pass

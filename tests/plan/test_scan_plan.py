@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from segmentlog_source.plan.scan_plan import (
-    ScanTask, byte_range, group_tasks, plan_partition, timestamp_floor_offset)
+    group_tasks, plan_partition, timestamp_floor_offset)
 
 
 @dataclass
