@@ -16,7 +16,8 @@ import numpy as np
 
 from ..errors import LogNotFoundError
 from ..format.batch import V2_HEADER_SIZE
-from ..storage.io import IOStats
+from ..storage.commit_log import pending_commit_offsets
+from ..storage.io import IOStats, filesystem_for
 from ..storage.log_directory import find_partitions
 from ..storage.partition_log import PartitionLog
 from .options import ReadOptions
@@ -120,6 +121,14 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
     tasks: list[ScanTask] = []
     positions: dict[str, np.ndarray] = {}
     aborted: list[AbortedRange] = []
+    fs = filesystem_for(opts.paths[0])[0]
+    pending_by_dir: dict[str, dict] = {}
+
+    def pending_commits(log_dir: str) -> dict:
+        if log_dir not in pending_by_dir:
+            pending_by_dir[log_dir] = pending_commit_offsets(log_dir, fs)
+        return pending_by_dir[log_dir]
+
     for pdir in found:
         if not (opts.selects_partition(pdir.topic, pdir.partition)
                 and row_filter.selects(pdir.topic, pdir.partition)):
@@ -127,6 +136,11 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
         log = PartitionLog.open(pdir.path, topic=pdir.topic, partition=pdir.partition,
                                 stats=stats)
         view = _PartitionView(log)
+        # The end offset first, then the unfinished commits: a commit that starts between the
+        # two reads is then capped too (storage/commit_log.py says why the order matters).
+        pending = pending_commits(fs.dirname(pdir.path)).get((pdir.topic, pdir.partition))
+        if pending is not None:
+            view.log_end_offset = min(view.log_end_offset, pending)
         rng = resolve_range(view, opts)
         plan.notes.extend(rng.notes)
         lo, hi = rng.start, rng.end

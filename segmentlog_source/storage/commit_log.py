@@ -134,11 +134,16 @@ def read_pending(log_dir: str, fs=LOCAL) -> list[CommitManifest]:
 def pending_commit_offsets(log_dir: str, fs=LOCAL) -> dict[tuple[str, int], int]:
     """{(topic, partition): first uncommitted offset} for partitions an unfinished commit names.
 
-    A reader must read a partition's log end offset *before* calling this and cap it here:
-    every byte below the end offset it saw was appended either by a commit that has finished
-    (its data is committed) or by one whose manifest was written before that byte and is
-    still present now (so it is capped). Read in the other order, a commit starting between
-    the two reads would have uncommitted bytes below the end offset and no manifest yet seen.
+    A reader must read a partition's log end offset *before* calling this, and cap it here.
+    Then every byte below the end offset it saw was appended either by a commit that has
+    finished by now (committed: nothing will undo it) or by one whose manifest, written before
+    that byte, is still present (so it is capped). Read in the other order, a commit starting
+    between the two reads would have uncommitted bytes below the end offset and no manifest
+    seen, and an undo (a full disk) could take back rows a reader already returned.
+
+    What the order does not give is alignment: a read may stop inside a commit that finished
+    while it was being planned (its first batches seen, the rest on the next read), the way a
+    Kafka consumer may stop inside a producer's batch of sends.
     """
     pending: dict[tuple[str, int], int] = {}
     for manifest in read_pending(log_dir, fs):

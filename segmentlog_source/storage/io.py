@@ -73,6 +73,20 @@ class RandomAccessFile(_OpenFile):
             self._stats.add(len(data))
         return data
 
+    def read_into(self, position: int, buffer) -> int:
+        """Fill the writable `buffer` from `position`; the bytes read (fewer only at the end of
+        the file). One request, like read_at, into memory the caller already holds."""
+        view = memoryview(buffer).cast("B")
+        done = 0
+        while done < len(view):
+            n = os.preadv(self._fd, [view[done:]], position + done)
+            if n == 0:
+                break
+            done += n
+        if self._stats is not None:
+            self._stats.add(done)
+        return done
+
 
 class AppendFile(_OpenFile):
     """A file opened for appending and truncating (segments and indexes being written)."""

@@ -328,22 +328,20 @@ class PartitionLog:
         if offset < self.log_start_offset:
             raise DataLossError(f"cannot truncate {self.name} to {offset}: below the log start "
                                 f"offset {self.log_start_offset}")
+        keep = [s for s in self.segments if s.base_offset <= offset] or self.segments[:1]
+        last, cut = keep[-1], 0
+        for header, _ in last.iter_headers(chunk_bytes=DEFAULT_CHUNK_BYTES, allow_torn_tail=True):
+            if header.base_offset >= offset:
+                break
+            if header.next_offset > offset:
+                raise BadOptionError("offset", offset, f"not a batch boundary of {self.name} "
+                                     f"(a batch holds {header.base_offset}..{header.last_offset})")
+            cut = header.end
         self._appender.log_file.close()
         self._appender = None
         try:
             for segment in self.segments:
                 segment.forget_cached_state()  # no index mapping may outlive the files' change
-            keep = [s for s in self.segments if s.base_offset <= offset] or self.segments[:1]
-            last, cut = keep[-1], 0
-            for header, _ in last.iter_headers(chunk_bytes=DEFAULT_CHUNK_BYTES,
-                                               allow_torn_tail=True):
-                if header.base_offset >= offset:
-                    break
-                if header.next_offset > offset:
-                    raise BadOptionError("offset", offset, f"not a batch boundary of {self.name} "
-                                         f"(a batch holds {header.base_offset}.."
-                                         f"{header.last_offset})")
-                cut = header.end
             for segment in self.segments[len(keep):]:
                 _delete_segment(self.fs, segment)
             if cut < self.fs.size(last.log_path):

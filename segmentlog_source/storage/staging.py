@@ -21,9 +21,9 @@ import re
 import uuid
 from typing import Iterator, NamedTuple
 
-from ..format.batch import BatchHeader
-from .io import LOCAL, AppendFile
-from .segment import EntryScan
+from ..errors import CorruptDataError
+from ..format.batch import BatchHeader, iter_headers
+from .io import LOCAL
 
 STATE_DIR = "_segmentlog"
 STAGING = "staging"
@@ -71,31 +71,33 @@ def parse_stream_job(name: str) -> tuple[str, int] | None:
 
 
 class StagedFileWriter:
-    """Appends encoded batches to one staged file; `finish()` says what it holds."""
+    """Appends encoded batches to one staged file; `finish()` says what it holds.
+
+    The file is opened per write (each write is a flush of about a MiB) rather than held open:
+    a task writing to a thousand partitions must not hold a thousand descriptors.
+    """
 
     def __init__(self, directory: str, task_name: str, topic: str, partition: int, fs=LOCAL):
         self.fs = fs
         self.topic, self.partition = topic, partition
         self.path = fs.join(directory, f"{task_name}.{topic}-{partition}{STAGED_SUFFIX}")
-        self._file: AppendFile | None = None
         self.batches = self.records = self.size = 0
 
     def write(self, data, batches: int, records: int) -> None:
-        if self._file is None:
-            self._file = self.fs.open_append(self.path)
-        self._file.write_at(self.size, data)
+        with self.fs.open_append(self.path) as f:
+            f.write_at(self.size, data)
         self.size += len(data)
         self.batches += batches
         self.records += records
 
     def finish(self, fsync: bool) -> StagedFile | None:
-        """Close the file (synced if asked: a commit that survives a crash must find it);
+        """What the file holds (synced if asked: a commit that survives a crash must find it);
         None when nothing was written."""
-        if self._file is None:
+        if self.size == 0:
             return None
         if fsync:
-            self._file.fsync()
-        self._file.close()
+            with self.fs.open_append(self.path) as f:
+                f.fsync()
         return StagedFile(self.topic, self.partition, self.path, self.batches, self.records,
                           self.size)
 
@@ -126,9 +128,29 @@ def is_intact(staged: StagedFile, fs=LOCAL) -> bool:
     return fs.is_file(staged.path) and fs.size(staged.path) == staged.size
 
 
-def iter_staged_batches(staged: StagedFile, fs=LOCAL) -> Iterator[tuple[BatchHeader, memoryview]]:
-    """The staged batches, read in bounded chunks; a partial batch is corruption here."""
-    return iter(EntryScan(fs, staged.path, 0, staged.size, chunk_bytes=READ_CHUNK_BYTES))
+def iter_staged_chunks(staged: StagedFile,
+                       fs=LOCAL) -> Iterator[tuple[bytearray, list[BatchHeader]]]:
+    """The staged batches in chunks of about READ_CHUNK_BYTES that end on a batch boundary,
+    with their headers (positions within the chunk): the log appends a chunk in one call,
+    and nothing is parsed per batch here beyond its 61-byte header."""
+    with fs.open_read(staged.path) as f:
+        position, carry = 0, b""
+        while position < staged.size or carry:
+            data = f.read_at(position, min(READ_CHUNK_BYTES, staged.size - position))
+            if not data and position < staged.size:
+                raise CorruptDataError(f"shorter than the {staged.size} bytes its task wrote",
+                                       staged.path, position)
+            position += len(data)
+            chunk = bytearray(carry) + data if carry else bytearray(data)
+            headers = list(iter_headers(chunk))
+            end = headers[-1].end if headers else 0
+            if not data and end < len(chunk):
+                raise CorruptDataError(f"the last {len(chunk) - end} bytes are not a whole batch",
+                                       staged.path, staged.size - len(chunk) + end)
+            carry = bytes(chunk[end:])
+            if headers:
+                del chunk[end:]
+                yield chunk, headers
 
 
 def remove_job(log_dir: str, job: str, fs=LOCAL) -> None:

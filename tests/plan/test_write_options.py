@@ -20,7 +20,8 @@ def test_defaults_are_the_producer_and_topic_defaults():
 
 def test_options_are_case_insensitive_and_mapped():
     o = parse_write_options({"PATH": "/d", "topic": "t.1_x-y", "Compression": "ZSTD",
-                             "segment.bytes": "1000", "segment.ms": "5", "index.interval.bytes": "0",
+                             "segment.bytes": "1000", "segment.ms": "5",
+                             "index.interval.bytes": "0",
                              "segment.index.bytes": "240", "batch.size": "100",
                              "maxRecordsPerBatch": "7", "timestampType": "logAppendTime",
                              "fsync": "batch", "numPartitions": "12"})

@@ -1,0 +1,75 @@
+"""`df.writeStream.format("segmentlog").option("checkpointLocation", ...).start(path)`.
+
+Each micro-batch is staged and committed like a batch write (writer.py), with what streaming
+adds (pyspark-python-datasource.md §8): Spark may replay a micro-batch after a failure or a
+driver crash, so `write()` output is at-least-once and `commit(batchId)` can run twice, the first
+run having finished fully, partly or not at all. Exactly once comes from the commit: it first
+settles any unfinished commit of the same query (finishing a partial one), then skips a batch
+id at or below the one the query durably recorded (storage/commit_log.py), and records the new
+batch id in the same commit.
+
+The query is identified by Spark's `sql.streaming.queryId` local property, which a restart from
+the same checkpoint keeps (the run id changes); `write()` reads it (and the batch id, from
+`streaming.sql.batchId`) from the TaskContext and carries it to `commit()` in its message.
+Without it, the `queryName` option must name the query. `streamWriter()` is called again for
+every commit, in a fresh process, so nothing here lives in memory between micro-batches.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql.datasource import DataSourceStreamArrowWriter
+
+from ..errors import BadOptionError
+from ..storage import committer
+from ..storage.commit_log import check_query_id
+from ..storage.staging import stream_job_name
+from .writer import StagedOutput, WritePlan, commit_request, plan_write, stage_task
+
+QUERY_ID_PROPERTY = "sql.streaming.queryId"   # StreamExecution.QUERY_ID_KEY
+BATCH_ID_PROPERTY = "streaming.sql.batchId"
+
+
+def _query_of(messages) -> str | None:
+    ids = {m.query_id for m in messages if m is not None}
+    if len(ids) > 1:
+        raise BadOptionError("queryName", sorted(ids), "tasks of one micro-batch disagree "
+                             "on the query id")
+    return ids.pop() if ids else None
+
+
+class SegmentLogStreamWriter(DataSourceStreamArrowWriter):
+    def __init__(self, plan: WritePlan):
+        self.plan = plan
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedOutput:
+        ctx = TaskContext.get()
+        query_id = ctx.getLocalProperty(QUERY_ID_PROPERTY) or self.plan.fallback_query_id
+        if not query_id:
+            raise BadOptionError("queryName", None, "Spark passed no streaming query id; set "
+                                 "the queryName option to a stable name for this query")
+        batch_id = int(ctx.getLocalProperty(BATCH_ID_PROPERTY))
+        job = stream_job_name(check_query_id(query_id), batch_id)
+        return stage_task(self.plan, job, iterator, query_id=query_id, batch_id=batch_id)
+
+    def commit(self, messages: list[StagedOutput | None], batchId: int) -> None:
+        query_id = _query_of(messages) or self.plan.fallback_query_id
+        if query_id is None:
+            return  # no task ran (an empty micro-batch): nothing to publish or remember
+        request = commit_request(stream_job_name(query_id, batchId), messages,
+                                 query_id=query_id, batch_id=batchId)
+        committer.commit(self.plan.log_dir, request, self.plan.settings)
+
+    def abort(self, messages: list[StagedOutput | None], batchId: int) -> None:
+        query_id = _query_of(messages) or self.plan.fallback_query_id
+        if query_id is not None:  # else its staging goes once a replay of it commits
+            committer.abort(self.plan.log_dir, stream_job_name(query_id, batchId),
+                            self.plan.settings)
+
+
+def stream_writer(options, schema, overwrite: bool) -> SegmentLogStreamWriter:
+    return SegmentLogStreamWriter(plan_write(options, schema, overwrite,
+                                             refused=("outputMode", "complete")))
