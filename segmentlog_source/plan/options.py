@@ -111,16 +111,16 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
         subscribe_pattern=pattern,
         starting=starting,
         ending=ending,
-        starting_timestamp_strategy=_choice(opts, "startingOffsetsByTimestampStrategy",
+        starting_timestamp_strategy=choice_option(opts, "startingOffsetsByTimestampStrategy",
                                             TIMESTAMP_STRATEGIES, "error"),
-        fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
-        min_partitions=_positive_int(opts, "minPartitions", None),
-        max_bytes_per_partition=_positive_int(opts, "maxBytesPerPartition", 128 * 1024 * 1024),
-        isolation_level=_choice(opts, "isolationLevel", ISOLATION_LEVELS, "read_uncommitted"),
-        include_headers=_bool(opts, "includeHeaders", False),
-        include_payload=_bool(opts, "includePayload", True),
-        verify_checksums=_bool(opts, "verifyChecksums", True),
-        pushdown=_bool(opts, "pushdown", False),
+        fail_on_data_loss=bool_option(opts, "failOnDataLoss", True),
+        min_partitions=int_option(opts, "minPartitions", None),
+        max_bytes_per_partition=int_option(opts, "maxBytesPerPartition", 128 * 1024 * 1024),
+        isolation_level=choice_option(opts, "isolationLevel", ISOLATION_LEVELS, "read_uncommitted"),
+        include_headers=bool_option(opts, "includeHeaders", False),
+        include_payload=bool_option(opts, "includePayload", True),
+        verify_checksums=bool_option(opts, "verifyChecksums", True),
+        pushdown=bool_option(opts, "pushdown", False),
     )
 
 
@@ -140,7 +140,7 @@ def _paths(opts: dict) -> tuple[str, ...]:
     raise BadOptionError("path", None, "no path given: use load(path) or .option('path', ...)")
 
 
-def _bool(opts: dict, name: str, default: bool) -> bool:
+def bool_option(opts: dict, name: str, default: bool) -> bool:
     raw = opts.get(name.lower())
     if raw is None:
         return default
@@ -152,20 +152,22 @@ def _bool(opts: dict, name: str, default: bool) -> bool:
     raise BadOptionError(name, raw, "expected true or false")
 
 
-def _positive_int(opts: dict, name: str, default):
+def int_option(opts: dict, name: str, default, minimum: int = 1):
+    """An integer option of at least `minimum` (`default` when absent)."""
     raw = opts.get(name.lower())
     if raw is None:
         return default
+    wanted = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
     try:
         value = int(str(raw).strip())
     except ValueError:
-        raise BadOptionError(name, raw, "expected a positive integer") from None
-    if value <= 0:
-        raise BadOptionError(name, raw, "expected a positive integer")
+        raise BadOptionError(name, raw, f"expected {wanted}") from None
+    if value < minimum:
+        raise BadOptionError(name, raw, f"expected {wanted}")
     return value
 
 
-def _choice(opts: dict, name: str, choices: tuple[str, ...], default: str) -> str:
+def choice_option(opts: dict, name: str, choices: tuple[str, ...], default: str) -> str:
     raw = opts.get(name.lower())
     if raw is None:
         return default

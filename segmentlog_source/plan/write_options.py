@@ -15,7 +15,7 @@ from typing import Mapping
 from ..errors import BadOptionError
 from ..format.batch import CODEC_IDS, CODEC_NAMES
 from ..storage.log_config import LogConfig
-from .options import _choice, _positive_int
+from .options import choice_option, int_option
 
 TIMESTAMP_TYPES = {"createtime": "CreateTime", "logappendtime": "LogAppendTime"}
 # fsync policy -> LogConfig.fsync: "commit" syncs the appended segments before the commit is
@@ -64,14 +64,14 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     if topic is not None:
         check_topic_name(topic, "topic")
     codec_name = _compression(opts)
-    fsync = _choice(opts, "fsync", tuple(FSYNC_POLICIES), "commit")
+    fsync = choice_option(opts, "fsync", tuple(FSYNC_POLICIES), "commit")
     config_values = {
-        "segment_bytes": _positive_int(opts, "segment.bytes", LogConfig.segment_bytes),
-        "segment_ms": _positive_int(opts, "segment.ms", LogConfig.segment_ms),
-        "segment_index_bytes": _positive_int(opts, "segment.index.bytes",
+        "segment_bytes": int_option(opts, "segment.bytes", LogConfig.segment_bytes),
+        "segment_ms": int_option(opts, "segment.ms", LogConfig.segment_ms),
+        "segment_index_bytes": int_option(opts, "segment.index.bytes",
                                              LogConfig.segment_index_bytes),
-        "index_interval_bytes": _non_negative_int(opts, "index.interval.bytes",
-                                                  LogConfig.index_interval_bytes),
+        "index_interval_bytes": int_option(opts, "index.interval.bytes",
+                                           LogConfig.index_interval_bytes, minimum=0),
         "fsync": FSYNC_POLICIES[fsync],
     }
     try:
@@ -79,22 +79,22 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     except BadOptionError as err:  # LogConfig names its fields; the user knows the options
         name = _LOG_CONFIG_OPTIONS.get(err.name, err.name)
         raise BadOptionError(name, opts.get(name.lower(), err.value), err.reason) from None
-    timestamp_type = _choice(opts, "timestampType", tuple(TIMESTAMP_TYPES), "createtime")
-    num_partitions = _positive_int(opts, "numPartitions", None)
+    timestamp_type = choice_option(opts, "timestampType", tuple(TIMESTAMP_TYPES), "createtime")
+    num_partitions = int_option(opts, "numPartitions", None)
     if num_partitions is not None and num_partitions >= 2**31:
         raise BadOptionError("numPartitions", opts["numpartitions"], "must be an int32")
     return WriteOptions(
         path=path,
         topic=topic,
         codec=CODEC_IDS[codec_name],
-        batch_bytes=_positive_int(opts, "batch.size", PRODUCER_BATCH_SIZE),
-        max_records_per_batch=_positive_int(opts, "maxRecordsPerBatch", None),
+        batch_bytes=int_option(opts, "batch.size", PRODUCER_BATCH_SIZE),
+        max_records_per_batch=int_option(opts, "maxRecordsPerBatch", None),
         log_append_time=TIMESTAMP_TYPES[timestamp_type] == "LogAppendTime",
         fsync=fsync,
         num_partitions=num_partitions,
         log_config=log_config,
-        lock_timeout_ms=_non_negative_int(opts, "lockTimeoutMs", DEFAULT_LOCK_TIMEOUT_MS),
-        staging_retention_ms=_positive_int(opts, "stagingRetentionMs",
+        lock_timeout_ms=int_option(opts, "lockTimeoutMs", DEFAULT_LOCK_TIMEOUT_MS, minimum=0),
+        staging_retention_ms=int_option(opts, "stagingRetentionMs",
                                            DEFAULT_STAGING_RETENTION_MS),
     )
 
@@ -121,17 +121,3 @@ def _compression(opts: dict) -> str:
         name = "compression" if "compression" in given else "compression.type"
         raise BadOptionError(name, given[name], f"expected one of {', '.join(CODEC_NAMES)}")
     return value
-
-
-def _non_negative_int(opts: dict, name: str, default: int) -> int:
-    raw = opts.get(name.lower())
-    if raw is None:
-        return default
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise BadOptionError(name, raw, "expected a non-negative integer") from None
-    if value < 0:
-        raise BadOptionError(name, raw, "expected a non-negative integer")
-    return value
-
