@@ -138,15 +138,7 @@ def recover_segment(segment: Segment, state: ProducerState, epochs: LeaderEpochC
                 break
             if header.magic >= 2:
                 epochs.assign(header.partition_leader_epoch, header.base_offset)
-                marker = None
-                if header.is_control and header.producer_id >= 0:
-                    try:
-                        marker = read_end_txn_marker(header, entry)
-                    except CorruptDataError as err:
-                        raise err.located(segment.log_path) from None  # decoders report header.position
-                txn = state.update(header, marker)
-                if txn is not None:
-                    aborted.append(txn)
+                _update_producer_state(state, segment, header, entry, aborted)
             else:
                 state.map_end_offset = header.next_offset
             valid = header.end
@@ -222,6 +214,20 @@ def _state_at(fs, directory: str, segments: list[Segment], offset: int) -> Produ
     return state
 
 
+def _update_producer_state(state: ProducerState, segment: Segment, header, entry,
+                           aborted: list[AbortedTxn]) -> None:
+    """Feed one batch to `state`; an ABORT marker's transaction goes into `aborted`."""
+    marker = None
+    if header.is_control and header.producer_id >= 0:
+        try:
+            marker = read_end_txn_marker(header, entry)
+        except CorruptDataError as err:
+            raise err.located(segment.log_path) from None  # decoders report header.position
+    txn = state.update(header, marker)
+    if txn is not None:
+        aborted.append(txn)
+
+
 def replay_producer_state(state: ProducerState, segments: list[Segment], upto: int
                           ) -> list[AbortedTxn]:
     """Feed `state` the batches in [state.map_end_offset, upto); return the transactions that
@@ -239,15 +245,7 @@ def replay_producer_state(state: ProducerState, segments: list[Segment], upto: i
                 return aborted
             if header.last_offset < start:
                 continue
-            marker = None
-            if header.is_control and header.producer_id >= 0:
-                try:
-                    marker = read_end_txn_marker(header, entry)
-                except CorruptDataError as err:
-                    raise err.located(segment.log_path) from None  # decoders report header.position
-            txn = state.update(header, marker)
-            if txn is not None:
-                aborted.append(txn)
+            _update_producer_state(state, segment, header, entry, aborted)
     state.map_end_offset = max(state.map_end_offset, upto)
     return aborted
 
