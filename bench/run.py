@@ -1,0 +1,199 @@
+"""`make bench`: every benchmark, one table of ratios, written to bench/results/.
+
+    python -m bench.run                 # all of them: ~5 min on 2 cores (+1.5 min the first
+                                        # time, to generate ~3 GB of logs into bench/data)
+    python -m bench.run spark_scan ...  # only these (written as partial.* instead of latest.*)
+
+Writes bench/results/latest.json (machine, every raw measurement, medians, ratios, targets),
+latest.md (the table, for the README) and latest.png (one bar group of ratios per case, the
+targets drawn as lines), and prints the table. Modules, in order:
+    decoder     bench/decoder.py: record decode/encode vs kafka-python (its own run())
+    writer      bench/writer.py: write throughput (its own run())
+    memory      bench/memory.py: peak RSS of a 1 GiB segment scan and of 1 GiB writes
+    spark_scan  bench/spark_scan.py: full scans vs the ceiling and Parquet
+    selective   bench/selective.py: ranges and lookups, 100 MB vs 2 GB, bytes read
+decoder and writer are optional: missing or failing, they get a "not available" row.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import textwrap
+import time
+import traceback
+
+from .common import RESULTS, case, machine_info, stop_spark, unavailable
+
+OURS = ("memory", "spark_scan", "selective")
+EXTERNAL = ("decoder", "writer")
+ORDER = ("decoder", "writer", "memory", "spark_scan", "selective")
+
+
+def external_rows(label: str, result) -> list[dict]:
+    """Rows from another module's run() dict: its own case rows if it returns them
+    (`{"cases": [...]}`), else one row per {name: {..., "ratio": x}} entry it reports."""
+    if isinstance(result, dict) and isinstance(result.get("cases"), list):
+        return result["cases"]
+    rows = []
+    sections = result.items() if isinstance(result, dict) else ()
+    for section, entries in sections:
+        if not isinstance(entries, dict):
+            continue
+        for name, r in entries.items():
+            if not isinstance(r, dict):
+                continue
+            # seconds per side ("<side>_s"): ratios as everywhere else, segmentlog / other
+            seconds = {k[:-2]: v for k, v in r.items()
+                       if k.endswith("_s") and "best" not in k and isinstance(v, (int, float))}
+            ratios = ({f"segmentlog / {side}": seconds["segmentlog"] / v
+                       for side, v in seconds.items() if side != "segmentlog" and v}
+                      if "segmentlog" in seconds else
+                      {k: v for k, v in r.items() if "ratio" in k and isinstance(v, (int, float))})
+            if ratios:
+                rows.append(case(f"{label}: {section} {name}", data=_data_of(result),
+                                 repetitions=result.get("repetitions", 0),
+                                 raw={side: [v] for side, v in seconds.items()}, ratios=ratios,
+                                 notes=f"medians as reported by bench/{label}.py"))
+    return rows or [unavailable(label, "ran, but reported no ratios (its result is in the JSON)")]
+
+
+def _data_of(result: dict) -> str:
+    keys = ("records", "value_bytes", "batch_bytes", "bytes")
+    return ", ".join(f"{k} {result[k]:,}" for k in keys if isinstance(result.get(k), int))
+
+
+def run_module(name: str) -> tuple[list[dict], object, bool]:
+    """(rows, raw result of an external module, failed)."""
+    try:
+        module = importlib.import_module(f"bench.{name}")
+    except ModuleNotFoundError as err:
+        if name in EXTERNAL and err.name == f"bench.{name}":
+            return [unavailable(name, f"bench/{name}.py does not exist yet")], None, False
+        traceback.print_exc()
+        return [unavailable(name, f"import failed: {err}")], None, name in OURS
+    try:
+        result = module.run()
+    except Exception as err:  # noqa: BLE001 - one broken benchmark must not lose the others
+        traceback.print_exc()
+        return [unavailable(name, f"{type(err).__name__}: {err}")], None, name in OURS
+    if name in EXTERNAL:
+        return external_rows(name, result), result, False
+    return result, None, False
+
+
+# -- output ----------------------------------------------------------------------------------
+
+def _num(value: float, unit: str = "") -> str:
+    text = f"{value:.3g}" if abs(value) < 100 else f"{value:,.0f}"
+    return f"{text} {unit}".strip()
+
+
+def markdown(rows: list[dict], machine: dict, total_s: float) -> str:
+    header = (f"Measured {machine['date']} on {machine['cores']} cores ({machine['cpu']}), "
+              f"{machine['memory_gb']} GB, Python {machine['python']}, PySpark "
+              f"{machine['pyspark']}, pyarrow {machine['pyarrow']}, numpy {machine['numpy']}; "
+              f"git {machine['git_commit']}{' (dirty)' if machine['git_dirty'] else ''}; "
+              f"load average {'/'.join(map(str, machine['load_average_1_5_15m']))} at the end; "
+              f"`make bench` took {total_s / 60:.1f} min. Medians of the repetitions; a timing "
+              "ratio is the median of the per-repetition ratios of sides run back to back.")
+    lines = [header, "", "| case | data | reps | median | ratios | target | met |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        med = " · ".join(f"{side} {_num(v, r['unit'])}" for side, v in r["median"].items())
+        targeted = {t["ratio"] for t in r["targets"]}
+        ratios = " · ".join(f"{name} **{v:.3g}**" if name in targeted else f"{name} {v:.3g}"
+                            for name, v in r["ratios"].items())
+        target = " · ".join(f"{t['ratio']} ≤ {t['max']:g}" for t in r["targets"]) or "—"
+        met = {True: "yes", False: "**no**", None: "—"}[r["met"]]
+        notes = f" ({r['notes']})" if r.get("notes") else ""
+        lines.append(f"| {r['name']}{notes} | {r['data']} | {r['repetitions']} | {med} | "
+                     f"{ratios or '—'} | {target} | {met} |")
+    return "\n".join(lines) + "\n"
+
+
+def chart(rows: list[dict], path) -> None:
+    """One bar group per case, one bar per ratio (log scale), each target a dashed line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    rows = [r for r in rows if r["ratios"]]
+    values = [v for r in rows for v in r["ratios"].values() if v > 0]
+    fig, ax = plt.subplots(figsize=(max(12, 0.65 * len(rows)), 8))
+    ticks, labels, x = [], [], 0.0
+    for r in rows:
+        limits = {t["ratio"]: t["max"] for t in r["targets"]}
+        width = 0.8 / len(r["ratios"])
+        for i, (name, value) in enumerate(r["ratios"].items()):
+            left = x + i * width
+            color = ("tab:gray" if name not in limits
+                     else "tab:green" if value <= limits[name] else "tab:red")
+            ax.bar(left, value, width * 0.9, align="edge", color=color)
+            ax.text(left + width * 0.45, value * 1.05, f"{value:.2f} {name}", ha="center",
+                    va="bottom", fontsize=5.5, rotation=90)
+            if name in limits:
+                ax.hlines(limits[name], left - width * 0.05, left + width * 0.95,
+                          colors="black", linestyles="dashed", linewidth=1.5)
+        ticks.append(x + 0.4)
+        labels.append(textwrap.fill(r["name"], 42))
+        x += 1.2
+    ax.set_yscale("log")
+    ax.set_ylim(min(0.3, min(values) / 1.5), max(3.0, max(values) * 8))
+    ax.set_yticks([t for t in (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100)
+                   if ax.get_ylim()[0] <= t <= ax.get_ylim()[1]])
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_xticks(ticks, labels, rotation=60, ha="right", fontsize=6.5)
+    ax.set_ylabel("ratio (log scale; lower is better where a target is drawn)")
+    ax.set_title("segmentlog benchmarks: ratios per case. Green: target met, red: missed, "
+                 "gray: no target; dashed line: the target", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def main(argv: list[str]) -> int:
+    names = argv or list(ORDER)
+    unknown = set(names) - set(ORDER)
+    if unknown:
+        print(f"unknown benchmark(s): {', '.join(sorted(unknown))}; known: {', '.join(ORDER)}")
+        return 2
+    start = time.perf_counter()
+    rows, external, failed, seconds = [], {}, [], {}
+    for name in names:
+        print(f"== {name}", file=sys.stderr, flush=True)
+        t = time.perf_counter()
+        got, raw, broke = run_module(name)
+        rows.extend(got)
+        if raw is not None:
+            external[name] = raw
+        if broke:
+            failed.append(name)
+        seconds[name] = round(time.perf_counter() - t, 1)
+        print(f"   {name}: {seconds[name]:.0f} s", file=sys.stderr, flush=True)
+    stop_spark()
+    total = time.perf_counter() - start
+    machine = machine_info()
+    stem = "latest" if names == list(ORDER) else "partial"
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{stem}.json").write_text(json.dumps(
+        {"machine": machine, "total_seconds": round(total, 1), "module_seconds": seconds,
+         "cases": rows, "external": external}, indent=1, default=str))
+    table = markdown(rows, machine, total)
+    table += "\nSeconds per module: " + ", ".join(f"{k} {v:.0f}" for k, v in seconds.items())
+    table += ".\n"
+    (RESULTS / f"{stem}.md").write_text(table)
+    chart(rows, RESULTS / f"{stem}.png")
+    print(table)
+    print(f"wrote {RESULTS}/{stem}.json, {stem}.md, {stem}.png in {total / 60:.1f} min")
+    if failed:
+        print(f"FAILED: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
