@@ -29,6 +29,9 @@ REUSE_WARNING = (
     "(startingOffsets, endingOffsets, startingTimestamp, ...) instead of WHERE clauses.")
 
 
+_reuse_warned = False
+
+
 @dataclass(frozen=True)
 class SegmentLogInputPartition(InputPartition):
     group: ReadGroup
@@ -66,7 +69,10 @@ class SegmentLogPushdownReader(SegmentLogReader):
     """Also takes WHERE clauses on offset, timestamp, partition and topic (opt-in; see README)."""
 
     def pushFilters(self, filters):
-        log.warning(REUSE_WARNING)
+        global _reuse_warned
+        if not _reuse_warned:    # once per planner process, not once per query
+            log.warning(REUSE_WARNING)
+            _reuse_warned = True
         accepted, rejected = [], []
         for f in filters:
             predicate = to_predicate(f)
