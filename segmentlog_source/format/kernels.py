@@ -105,6 +105,19 @@ def read_varint(buf, pos, limit):
     Like Java's ByteUtils.readVarint, a 5th byte keeps only the bits that fit in 32.
     We build `half` = unsigned >> 1 directly, so no intermediate needs more than 63 bits.
     """
+    return _read_zigzag(buf, pos, limit, 5, 0x0F, 27, ERR_VARINT_TOO_LONG)
+
+
+@register_jitable
+def read_varlong(buf, pos, limit):
+    """Zig-zag varlong, as read_varint (a 10th byte contributes only its lowest bit, as in Java)."""
+    return _read_zigzag(buf, pos, limit, 10, 0x01, 62, ERR_VARLONG_TOO_LONG)
+
+
+@register_jitable
+def _read_zigzag(buf, pos, limit, max_bytes, last_mask, last_shift, too_long):
+    """The loop of both: 7 bits a byte, least significant first; the last allowed byte keeps
+    `last_mask` bits at `last_shift`; more bytes than `max_bytes` is error `too_long`."""
     if pos >= limit:
         return 0, -ERR_TRUNCATED
     b = int(buf[pos])
@@ -112,42 +125,18 @@ def read_varint(buf, pos, limit):
         return (b >> 1) ^ -(b & 1), pos + 1
     neg = b & 1
     half = (b & 0x7F) >> 1
-    for k in range(1, 5):
+    for k in range(1, max_bytes):
         pos += 1
         if pos >= limit:
             return 0, -ERR_TRUNCATED
         b = int(buf[pos])
-        if k < 4:
+        if k < max_bytes - 1:
             half |= (b & 0x7F) << (7 * k - 1)
         else:
-            half |= (b & 0x0F) << 27
+            half |= (b & last_mask) << last_shift
         if b < 0x80:
             return half ^ -neg, pos + 1
-    return 0, -ERR_VARINT_TOO_LONG
-
-
-@register_jitable
-def read_varlong(buf, pos, limit):
-    """Zig-zag varlong, as read_varint (a 10th byte contributes only its lowest bit, as in Java)."""
-    if pos >= limit:
-        return 0, -ERR_TRUNCATED
-    b = int(buf[pos])
-    if b < 0x80:
-        return (b >> 1) ^ -(b & 1), pos + 1
-    neg = b & 1
-    half = (b & 0x7F) >> 1
-    for k in range(1, 10):
-        pos += 1
-        if pos >= limit:
-            return 0, -ERR_TRUNCATED
-        b = int(buf[pos])
-        if k < 9:
-            half |= (b & 0x7F) << (7 * k - 1)
-        else:
-            half |= (b & 0x01) << 62
-        if b < 0x80:
-            return half ^ -neg, pos + 1
-    return 0, -ERR_VARLONG_TOO_LONG
+    return 0, -too_long
 
 
 @register_jitable
