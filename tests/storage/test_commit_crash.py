@@ -4,51 +4,31 @@ or undoes the interrupted one. Half the rounds leave the recovery to the next ch
 
 from __future__ import annotations
 
-import os
 import random
-import select
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 from segmentlog_source.storage import committer
 from segmentlog_source.storage.commit_log import pending_commit_offsets, read_pending
 from segmentlog_source.storage.partition_log import PartitionLog
 from tests.storage.commit_crash_child import PARTITIONS, SETTINGS
+from tests.storage import kill_child
 from tests.storage.written_logs import assert_no_verify_errors, kafka_python_rows
 
-REPO = Path(__file__).resolve().parents[2]
 ROUNDS = 20
 
 
 def run_until_killed(log_dir: Path, seed: int, rng: random.Random) -> list[list[str]]:
-    child = subprocess.Popen([sys.executable, "-m", "tests.storage.commit_crash_child",
-                              str(log_dir), str(seed)], cwd=REPO, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE)
-    out, deadline = b"", None
     aim_anywhere, target_commit = rng.random() < 0.5, rng.randint(1, 6)
-    try:
-        while True:
-            timeout = 30.0 if deadline is None else max(0.0, deadline - time.monotonic())
-            ready, _, _ = select.select([child.stdout], [], [], timeout)
-            if not ready:
-                break
-            chunk = os.read(child.stdout.fileno(), 65536)
-            if not chunk:
-                raise AssertionError(f"the committer died on its own: {child.stderr.read()}")
-            out += chunk
-            if deadline is None and out.count(b"staged") >= target_commit:
-                # aimed at a commit: a few ms after its `staged` line, the commit is running
-                deadline = time.monotonic() + rng.uniform(0.0, 0.4 if aim_anywhere else 0.02)
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait()
-    out += child.stdout.read()
-    child.stdout.close()
-    child.stderr.close()
-    return [line.split() for line in out.decode().split("\n")[:-1]]
+
+    def kill_delay(out: bytes) -> float | None:
+        if out.count(b"staged") < target_commit:
+            return None
+        # aimed at a commit: a few ms after its `staged` line, the commit is running
+        return rng.uniform(0.0, 0.4 if aim_anywhere else 0.02)
+
+    lines = kill_child.run_until_killed("tests.storage.commit_crash_child",
+                                        [str(log_dir), str(seed)], kill_delay)
+    return [line.split() for line in lines]
 
 
 def visible_jobs(log_dir: Path, staged: dict[str, list[int]]) -> dict[str, list[int]]:

@@ -8,18 +8,13 @@ the recovery to the next child instead.
 
 from __future__ import annotations
 
-import os
 import random
-import select
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 from segmentlog_source.storage.log_config import LogConfig
 from segmentlog_source.storage.partition_log import PartitionLog
+from tests.storage import kill_child
 from tests.storage.helpers import BruteForce
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,29 +22,10 @@ ROUNDS = 30
 
 
 def run_child_until_killed(path: Path, seed: int, rng: random.Random) -> list[tuple[int, int, int]]:
-    child = subprocess.Popen([sys.executable, "-m", "tests.storage.crash_child", str(path),
-                              str(seed)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out = b""
-    deadline = None
-    try:
-        while True:
-            timeout = 30.0 if deadline is None else max(0.0, deadline - time.monotonic())
-            ready, _, _ = select.select([child.stdout], [], [], timeout)
-            if not ready:
-                break
-            chunk = os.read(child.stdout.fileno(), 65536)
-            if not chunk:
-                raise AssertionError(f"the writer died on its own: {child.stderr.read().decode()}")
-            out += chunk
-            if deadline is None and b"\n" in out:
-                deadline = time.monotonic() + rng.uniform(0.0, 0.1)
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait()
-    out += child.stdout.read()
-    child.stdout.close()
-    child.stderr.close()
-    lines = out.decode().split("\n")[:-1]  # only whole lines: their appends returned
+    delay = rng.uniform(0.0, 0.1)
+    lines = kill_child.run_until_killed("tests.storage.crash_child", [str(path), str(seed)],
+                                        lambda out: delay if b"\n" in out else None)
+    # only whole lines: their appends returned
     assert lines and lines[0].startswith("ready")
     return [tuple(map(int, line.split())) for line in lines[1:]]
 
