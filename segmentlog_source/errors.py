@@ -72,3 +72,15 @@ class LogNotFoundError(SegmentLogError, FileNotFoundError):
 
 class LogLockedError(SegmentLogError):
     """Another writer holds a partition's lock."""
+
+
+class StorageAccessError(SegmentLogError, PermissionError):
+    """A store refused a request for lack of rights (wrong or missing credentials)."""
+
+
+class StorageRequestError(SegmentLogError, OSError):
+    """A store request that kept failing after its retries (throttled, unreachable, 5xx)."""
+
+
+class ReadOnlyStoreError(SegmentLogError):
+    """A write aimed at a store segmentlog only reads (object stores, HDFS)."""

@@ -65,3 +65,13 @@ def spark():
     segmentlog_source.register(session)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory):
+    """A real S3-compatible server (moto) on loopback for this test process, behind the counting
+    and fault-injecting proxy of segmentlog_source/devtools/s3_server.py."""
+    from segmentlog_source.devtools.s3_server import S3Server
+
+    with S3Server(log_dir=tmp_path_factory.mktemp("s3-server")) as server:
+        yield server

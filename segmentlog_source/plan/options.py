@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from ..errors import BadOptionError
+from .option_values import bool_option, choice_option, int_option
+from .store_options import parse_store_options
+from ..storage.object_store import DEFAULT_CONFIG, StoreConfig
 
 EARLIEST = -2
 LATEST = -1
@@ -58,6 +61,7 @@ class ReadOptions:
     include_payload: bool = True                  # False: no key, value, headers columns
     verify_checksums: bool = True
     pushdown: bool = False
+    store: StoreConfig = DEFAULT_CONFIG           # the fs.* options (object stores, HDFS)
 
     def selects_topic(self, topic: str) -> bool:
         if self.assign is not None:
@@ -121,6 +125,7 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
         include_payload=bool_option(opts, "includePayload", True),
         verify_checksums=bool_option(opts, "verifyChecksums", True),
         pushdown=bool_option(opts, "pushdown", False),
+        store=parse_store_options(opts),
     )
 
 
@@ -138,43 +143,6 @@ def _paths(opts: dict) -> tuple[str, ...]:
     if opts.get("path"):
         return (opts["path"],)
     raise BadOptionError("path", None, "no path given: use load(path) or .option('path', ...)")
-
-
-def bool_option(opts: dict, name: str, default: bool) -> bool:
-    raw = opts.get(name.lower())
-    if raw is None:
-        return default
-    value = str(raw).strip().lower()
-    if value in ("true", "1", "yes"):
-        return True
-    if value in ("false", "0", "no"):
-        return False
-    raise BadOptionError(name, raw, "expected true or false")
-
-
-def int_option(opts: dict, name: str, default, minimum: int = 1):
-    """An integer option of at least `minimum` (`default` when absent)."""
-    raw = opts.get(name.lower())
-    if raw is None:
-        return default
-    wanted = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise BadOptionError(name, raw, f"expected {wanted}") from None
-    if value < minimum:
-        raise BadOptionError(name, raw, f"expected {wanted}")
-    return value
-
-
-def choice_option(opts: dict, name: str, choices: tuple[str, ...], default: str) -> str:
-    raw = opts.get(name.lower())
-    if raw is None:
-        return default
-    value = str(raw).strip().lower()
-    if value not in choices:
-        raise BadOptionError(name, raw, f"expected one of {', '.join(choices)}")
-    return value
 
 
 def _json_object(name: str, raw: str) -> dict:

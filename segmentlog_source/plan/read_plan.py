@@ -10,14 +10,14 @@ timestamp options (ListOffsets) and the log end offset need; executors read the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..errors import LogNotFoundError
 from ..format.batch import V2_HEADER_SIZE
 from ..storage.commit_log import pending_commit_offsets
-from ..storage.io import IOStats, filesystem_for
+from ..storage.io import IOStats
 from ..storage.log_directory import find_partitions
 from ..storage.partition_log import PartitionLog
 from .options import ReadOptions
@@ -80,7 +80,8 @@ class _SegmentView:
         return self._segment.offset_index.arrays()
 
     def locate(self, offset: int):
-        # Probe one header per hop: the planner reads headers, not batches.
+        # Probe one header per hop: the planner reads headers, not batches (on object stores a
+        # hop is a small ranged read; reading the whole index interval at once cost 2x the bytes).
         return self._segment.translate_offset(offset, probe_bytes=V2_HEADER_SIZE)
 
     def time_index_entries(self):
@@ -107,9 +108,19 @@ class _PartitionView:
         return self._log.offset_for_timestamp(timestamp_ms)
 
 
+def _touched_index_paths(log: PartitionLog, lo: int, hi: int) -> list[str]:
+    """The index files planning `[lo, hi)` will read: each touched segment's two indexes."""
+    ends = [s.base_offset for s in log.segments[1:]] + [2**63 - 1]
+    wanted = []
+    for seg, end in zip(log.segments, ends):
+        if seg.base_offset < hi and end > lo:
+            wanted += [seg.index_path, seg.time_index_path]   # loaded (and checked) together
+    return wanted
+
+
 def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPlan:
     stats = IOStats()
-    found = find_partitions(list(opts.paths))
+    found = find_partitions(list(opts.paths), config=opts.store)
     if not found:
         raise LogNotFoundError(f"no Kafka partition directories (<topic>-<partition>) under "
                                f"{', '.join(opts.paths)}")
@@ -121,10 +132,9 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
     tasks: list[ScanTask] = []
     positions: dict[str, np.ndarray] = {}
     aborted: list[AbortedRange] = []
-    fs = filesystem_for(opts.paths[0])[0]
     pending_by_dir: dict[str, dict] = {}
 
-    def pending_commits(log_dir: str) -> dict:
+    def pending_commits(fs, log_dir: str) -> dict:
         if log_dir not in pending_by_dir:
             pending_by_dir[log_dir] = pending_commit_offsets(log_dir, fs)
         return pending_by_dir[log_dir]
@@ -133,12 +143,18 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
         if not (opts.selects_partition(pdir.topic, pdir.partition)
                 and row_filter.selects(pdir.topic, pdir.partition)):
             continue
-        log = PartitionLog.open(pdir.path, topic=pdir.topic, partition=pdir.partition,
+        fs = pdir.fs
+        log = PartitionLog.open(pdir.path, fs, topic=pdir.topic, partition=pdir.partition,
                                 stats=stats)
+        # What the log end offset needs (and, for timestamp options, ListOffsets, which looks
+        # at every segment's time index), fetched in parallel on object stores.
+        ranged = log.segments if opts.starting.by_timestamp() or opts.ending.by_timestamp() \
+            else log.segments[-1:]
+        fs.prefetch([p for s in ranged for p in (s.index_path, s.time_index_path)])
         view = _PartitionView(log)
         # The end offset first, then the unfinished commits: a commit that starts between the
         # two reads is then capped too (storage/commit_log.py says why the order matters).
-        pending = pending_commits(fs.dirname(pdir.path)).get((pdir.topic, pdir.partition))
+        pending = pending_commits(fs, fs.dirname(pdir.path)).get((pdir.topic, pdir.partition))
         if pending is not None:
             view.log_end_offset = min(view.log_end_offset, pending)
         rng = resolve_range(view, opts)
@@ -151,7 +167,8 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
             lo = hi if floor is None else max(lo, floor)
         if lo >= hi:
             continue
-        part_tasks = plan_partition(view, lo, hi)
+        fs.prefetch(_touched_index_paths(log, lo, hi))
+        part_tasks = [replace(t, file_size=fs.size(t.path)) for t in plan_partition(view, lo, hi)]
         for seg in view.segments:
             if any(t.path == seg.log_path for t in part_tasks):
                 positions[seg.log_path] = seg.offset_index_entries()[1]
@@ -160,6 +177,9 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
             aborted.extend(AbortedRange(log.topic, log.partition, a.producer_id, a.first_offset,
                                         a.last_offset)
                            for a in log.aborted_transactions(lo, hi))
+    for view in {id(p.fs): p.fs for p in found}.values():   # listings and prefetched files
+        stats.bytes_read += view.stats.bytes_read
+        stats.read_requests += view.stats.read_requests
     for group in group_tasks(tasks, positions, opts.max_bytes_per_partition, opts.min_partitions):
         touched = {(t.topic, t.partition) for t in group}
         plan.groups.append(ReadGroup(group, tuple(a for a in aborted

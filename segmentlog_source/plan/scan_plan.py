@@ -12,7 +12,7 @@ offers), so it can be tested with plain fakes.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol, Sequence
 
 import numpy as np
@@ -61,6 +61,7 @@ class ScanTask:
     end: int
     offset_lo: int
     offset_hi: int
+    file_size: int = -1   # the whole file's size at planning (-1: not recorded)
 
     @property
     def nbytes(self) -> int:
@@ -169,8 +170,7 @@ def group_tasks(tasks: list[ScanTask], index_positions: dict[str, np.ndarray],
         for t, t_at in zip(tasks, starts):
             a, b = max(lo, t_at), min(hi, t_at + t.nbytes)
             if b > a:
-                group.append(ScanTask(t.topic, t.partition, t.path, t.start + a - t_at,
-                                      t.start + b - t_at, t.offset_lo, t.offset_hi))
+                group.append(replace(t, start=t.start + a - t_at, end=t.start + b - t_at))
         if group:
             groups.append(tuple(group))
     return groups

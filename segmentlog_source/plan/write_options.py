@@ -15,7 +15,7 @@ from typing import Mapping
 from ..errors import BadOptionError
 from ..format.batch import CODEC_IDS, CODEC_NAMES
 from ..storage.log_config import LogConfig
-from .options import choice_option, int_option
+from .option_values import choice_option, int_option
 
 TIMESTAMP_TYPES = {"createtime": "CreateTime", "logappendtime": "LogAppendTime"}
 # fsync policy -> LogConfig.fsync: "commit" syncs the appended segments before the commit is

@@ -23,13 +23,13 @@ from ..plan.predicates import RowFilter
 from ..plan.read_plan import AbortedRange, ReadGroup
 from ..plan.scan_plan import ScanTask
 from ..storage.io import IOStats, filesystem_for
+from ..storage.object_store import DEFAULT_CONFIG, StoreConfig
 from ..storage.producer_state import read_end_txn_marker
 from ..storage.segment import EntryScan
 from .schema import arrow_schema
 
 log = logging.getLogger("segmentlog")
 
-CHUNK_BYTES = 2 * 1024 * 1024       # bytes read per request from a segment
 DECODE_BYTES = 16 * 1024 * 1024     # at most this many encoded bytes per Arrow batch
 
 
@@ -43,6 +43,7 @@ class ScanSettings:
     include_payload: bool
     include_headers: bool
     fail_on_data_loss: bool
+    store: StoreConfig = DEFAULT_CONFIG
 
 
 def _topic_array(topic: str, n: int) -> pa.Array:
@@ -98,6 +99,10 @@ class GroupScan:
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         for task in self.group.tasks:
             yield from self._scan_task(task)
+        log.info("segmentlog: task read %d bytes in %d requests (%d planned) from %d segment "
+                 "range(s) of %s", self.stats.bytes_read, self.stats.read_requests,
+                 self.group.nbytes, len(self.group.tasks),
+                 self.group.tasks[0].path if self.group.tasks else "-")
 
     def _scan_task(self, task: ScanTask) -> Iterator[pa.RecordBatch]:
         f = self.settings.row_filter
@@ -105,8 +110,10 @@ class GroupScan:
         aborted = [a for a in self.group.aborted
                    if (a.topic, a.partition) == (task.topic, task.partition)]
         tracker = _AbortTracker(aborted) if self.settings.read_committed else None
-        fs, path = filesystem_for(task.path)
-        scan = EntryScan(fs, path, task.start, task.end, chunk_bytes=CHUNK_BYTES, stats=self.stats)
+        fs, path = filesystem_for(task.path, self.settings.store)
+        scan = EntryScan(fs, path, task.start, task.end, chunk_bytes=fs.read_ahead_bytes,
+                         stats=self.stats,
+                         expected_size=task.file_size if fs.immutable_objects else None)
         pending, pending_bytes = [], 0
         try:
             for header, entry in scan:

@@ -47,7 +47,7 @@ class SegmentLogReader(DataSourceReader):
     def _settings(self, row_filter) -> ScanSettings:
         o = self.opts
         return ScanSettings(row_filter, o.read_committed, o.verify_checksums, o.include_payload,
-                            o.include_headers, o.fail_on_data_loss)
+                            o.include_headers, o.fail_on_data_loss, o.store)
 
     def partitions(self):
         plan = plan_read(self.opts, fold(list(self.predicates)))

@@ -1,8 +1,8 @@
 """The one I/O seam: every byte segmentlog reads or writes goes through a `FileSystem`.
 
-Today there is the local file system; object stores and HDFS (through `pyarrow.fs`) will be a
-second implementation of the same small interface, so no other module calls `open()` or `os.*`
-on data files. Reads are positional (`read_at`) so a scan never depends on a file cursor, and
+Here is the local file system; object stores and HDFS (through `pyarrow.fs`) are a second
+implementation of the same small interface (object_store.py), so no other module calls `open()`
+or `os.*` on data files. Reads are positional (`read_at`) so a scan never depends on a file cursor, and
 the planner and executors can count the bytes and requests they cost (`IOStats`).
 """
 
@@ -151,6 +151,9 @@ class LocalFileSystem:
     """Local files. Paths are plain strings; `join` builds them."""
 
     scheme = "file"
+    writable = True
+    immutable_objects = False   # a file may legitimately grow while a writer appends
+    read_ahead_bytes = 2 * 1024 * 1024   # bytes per read of a segment scan (measured, bench/)
 
     def __init__(self):
         self.stats = IOStats()
@@ -189,7 +192,14 @@ class LocalFileSystem:
     def mtime_ms(self, path: str) -> int:
         return int(os.stat(path).st_mtime * 1000)
 
+    def with_tree(self, root: str) -> "LocalFileSystem":
+        """Object stores snapshot a listing here; local metadata is cheap to ask each time."""
+        return self
+
     # -- reads ---------------------------------------------------------------------------
+    def prefetch(self, paths) -> None:
+        """Object stores read small files in parallel here; local reads need no help."""
+
     def open_read(self, path: str, stats: IOStats | None = None) -> RandomAccessFile:
         return RandomAccessFile(path, stats)
 
@@ -280,9 +290,17 @@ class LocalFileSystem:
 LOCAL = LocalFileSystem()
 
 
-def filesystem_for(path: str) -> tuple[LocalFileSystem, str]:
-    """The file system that serves `path`, and the path as that file system names it."""
+def filesystem_for(path: str, config=None):
+    """The file system that serves `path`, and the path as that file system names it.
+
+    Local paths (plain or file://) go to LOCAL; URIs of object stores and HDFS to a
+    `pyarrow.fs`-backed store (storage/object_store.py), configured by `config` (a StoreConfig,
+    from the `fs.*` options), which keeps the URI as the path.
+    """
     if path.startswith("file://"):
-        path = path[len("file://"):]
-    # Object stores and HDFS will be dispatched here by scheme (pyarrow.fs).
-    return LOCAL, path
+        return LOCAL, path[len("file://"):]
+    if "://" not in path:
+        return LOCAL, path
+    from .object_store import DEFAULT_CONFIG, object_store_for
+
+    return object_store_for(path, config or DEFAULT_CONFIG), path.rstrip("/")

@@ -23,6 +23,7 @@ class PartitionDir(NamedTuple):
     path: str
     topic: str
     partition: int
+    fs: object = None   # the file system (a planner's listing snapshot, for object stores)
 
 
 def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
@@ -55,11 +56,14 @@ def _as_partition(fs, path: str) -> PartitionDir | None:
         return None
     if not fs.is_dir(path) or not has_segments(fs, path):
         return None
-    return PartitionDir(path, *parsed)
+    return PartitionDir(path, *parsed, fs)
 
 
-def find_partitions(paths: str | Iterable[str], fs=None) -> list[PartitionDir]:
+def find_partitions(paths: str | Iterable[str], fs=None, config=None) -> list[PartitionDir]:
     """Every partition directory under `paths`, sorted by (topic, partition).
+
+    Each path is served by `fs`, or by the file system its scheme names (configured by
+    `config`, a StoreConfig); an object store lists each path once, in one listing.
 
     Raises LogNotFoundError for a missing path or when no partition is found at all, and
     BadOptionError when one topic-partition appears twice (two replicas of it, say).
@@ -68,7 +72,8 @@ def find_partitions(paths: str | Iterable[str], fs=None) -> list[PartitionDir]:
     found: dict[tuple[str, int], PartitionDir] = {}
     seen_paths = set()
     for given in paths:
-        path_fs, path = (fs, given) if fs is not None else filesystem_for(given)
+        path_fs, path = (fs, given) if fs is not None else filesystem_for(given, config)
+        path_fs = path_fs.with_tree(path)
         if not path_fs.exists(path):
             raise LogNotFoundError(f"no such file or directory: {given}")
         if not path_fs.is_dir(path):

@@ -41,19 +41,23 @@ class EntryScan:
     def __init__(self, fs, path: str, start: int = 0, end: int | None = None, *,
                  chunk_bytes: int = DEFAULT_CHUNK_BYTES, verify_crc: bool = False,
                  allow_torn_tail: bool = False, bodies: bool = True,
-                 max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES, stats: IOStats | None = None):
+                 max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES, stats: IOStats | None = None,
+                 expected_size: int | None = None):
         if verify_crc and not bodies:
             raise ValueError("verifying CRCs needs the batch bodies")
         self.fs, self.path, self.start, self.end = fs, path, start, end
         self.chunk_bytes = max(chunk_bytes, V2_HEADER_SIZE)
         self.verify_crc, self.allow_torn_tail, self.bodies = verify_crc, allow_torn_tail, bodies
         self.max_batch_bytes, self.stats = max_batch_bytes, stats
+        self.expected_size = expected_size if expected_size is not None and expected_size >= 0 \
+            else None
         self.torn_tail: TornTail | None = None
         self.position = start  # where the scan stands: after the last entry it yielded
 
     def __iter__(self) -> Iterator[tuple[BatchHeader, memoryview | None]]:
         with self.fs.open_read(self.path, self.stats) as f:
             file_size = f.size()
+            self._check_size(file_size)
             end = file_size if self.end is None else min(self.end, file_size)
             buf, buf_start = memoryview(b""), self.start
 
@@ -109,6 +113,19 @@ class EntryScan:
                 yield header, entry
                 pos += header.size
                 self.position = pos
+
+    def _check_size(self, file_size: int) -> None:
+        """A file shorter than the planned end lost bytes (truncated or replaced); an object of
+        another size than at planning was replaced. Either way the plan's byte positions no
+        longer describe it: fail rather than return rows from the wrong bytes."""
+        if self.expected_size is not None and file_size != self.expected_size:
+            raise CorruptDataError(f"changed since the read was planned: {file_size} bytes now, "
+                                   f"{self.expected_size} then (replaced?); run the query again",
+                                   self.path, 0)
+        if self.end is not None and file_size < self.end:
+            raise CorruptDataError(f"shorter than when the read was planned ({file_size} bytes, "
+                                   f"the plan reads to byte {self.end}); truncated since?",
+                                   self.path, file_size)
 
     def _header_only(self, buf, off: int, buf_start: int) -> BatchHeader:
         try:
@@ -221,10 +238,11 @@ class Segment:
                          allow_torn_tail=allow_torn_tail, bodies=False, stats=self.stats)
 
     def _scan_from_index_entry(self, slot: int, position: int, bodies: bool,
-                               chunk_bytes: int = 64 * 1024):
+                               chunk_bytes: int = 8 * 1024):
         """Scan from an index position, blaming the index when the position is not a batch."""
         # Lookups stop within about an index interval of `position`: read a little at a time
-        # (a ListOffsets lookup read 1 MiB with the scan default, for one ~16 KiB batch).
+        # (a ListOffsets lookup read 1 MiB with the scan default, for one ~16 KiB batch; on an
+        # object store a 64 KiB chunk read 4x the interval). A bigger batch is still read whole.
         scan = (self.iter_entries(position, allow_torn_tail=self.active, chunk_bytes=chunk_bytes)
                 if bodies else self.iter_headers(position, allow_torn_tail=self.active,
                                                  chunk_bytes=chunk_bytes))

@@ -1,0 +1,45 @@
+"""The `fs.*` options: how to reach an object store or HDFS (storage/object_store.py).
+
+One documented prefix for every store: `fs.s3.endpoint`, `fs.s3.region`, `fs.s3.access.key`,
+`fs.s3.secret.key`, `fs.s3.session.token`, `fs.s3.anonymous`, `fs.gs.*`, `fs.abfs.*`,
+`fs.hdfs.user`, plus the request policy `fs.retries`, `fs.retryBackoffMs`, `fs.readAheadBytes`
+and `fs.parallelism`. Secrets match Spark's default `spark.redaction.regex` (secret, token,
+access.key), so Spark redacts them too; segmentlog itself never prints their values.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from ..errors import BadOptionError
+from ..storage.object_store import DEFAULT_CONFIG, StoreConfig
+from .option_values import int_option
+
+PREFIX = "fs."
+POLICY = {"retries": "retries", "retrybackoffms": "retry_backoff_ms",
+          "readaheadbytes": "read_ahead_bytes", "parallelism": "parallelism"}
+KNOWN = {"s3.endpoint", "s3.region", "s3.access.key", "s3.secret.key", "s3.session.token",
+         "s3.anonymous", "gs.endpoint", "gs.anonymous", "gs.project", "abfs.account.name",
+         "abfs.account.key", "abfs.sas.token", "abfs.endpoint", "hdfs.user"}
+
+
+def parse_store_options(options: Mapping[str, str]) -> StoreConfig:
+    """The StoreConfig of Spark's (case-insensitive) options; unknown `fs.*` names are refused,
+    so a typo never silently falls back to default credentials."""
+    opts = {str(k).lower(): v for k, v in options.items()}
+    settings, policy = [], {}
+    for name, value in sorted(opts.items()):
+        if not name.startswith(PREFIX):
+            continue
+        short = name[len(PREFIX):]
+        if short in POLICY:
+            policy[POLICY[short]] = int_option(opts, name, None,
+                                               minimum=0 if short == "retries" else 1)
+        elif short in KNOWN:
+            settings.append((short, str(value)))
+        else:
+            raise BadOptionError(name, "*****", "unknown store option; known: " + ", ".join(
+                sorted(PREFIX + k for k in KNOWN | set(POLICY))))
+    if not settings and not policy:
+        return DEFAULT_CONFIG
+    return StoreConfig(tuple(settings), **policy)

@@ -1,0 +1,512 @@
+"""Object stores and HDFS behind the same small FileSystem interface as local files.
+
+`pyarrow.fs` does the talking (S3 and S3-compatible servers, Google Cloud Storage, Azure Data
+Lake / Blob, HDFS). This module adds what a log reader needs on top of it:
+
+- paths stay URIs (`s3://bucket/logs/orders-0/00000000000000000000.log`) everywhere above this
+  layer, so errors and plans name the object a user can find;
+- every request is retried with exponential backoff when the failure may pass (throttling, 5xx,
+  a dropped connection), then fails with an error naming the object and byte range;
+- a planner lists a whole log tree in one paginated listing (`with_tree`) and answers every
+  later "exists / is it a directory / how big" from it, instead of one request per question;
+- small files (indexes, checkpoints) are read in parallel (`prefetch`);
+- writing is refused before anything is written: objects cannot be appended to, truncated or
+  renamed atomically, which the writer's exactly-once commit relies on (README, "Object stores").
+
+Credentials and endpoints come from `StoreConfig` (the `fs.*` options) or the store's standard
+environment variables and config files. `StoreConfig` never shows secret values in its repr.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import posixpath
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping, TypeVar
+from urllib.parse import urlsplit
+
+import numpy as np
+import pyarrow.fs as pafs
+
+from ..errors import (BadOptionError, LogNotFoundError, ReadOnlyStoreError, StorageAccessError,
+                      StorageRequestError)
+from .io import IOStats
+
+log = logging.getLogger("segmentlog")
+
+# URI scheme -> the store that serves it (s3a/s3n are Hadoop's names for the same buckets).
+STORE_OF_SCHEME = {"s3": "s3", "s3a": "s3", "s3n": "s3", "gs": "gs", "gcs": "gs",
+                   "abfs": "abfs", "abfss": "abfs", "hdfs": "hdfs", "viewfs": "hdfs"}
+
+# Option names (after `fs.`) whose values are never shown.
+_PUBLIC_SETTINGS = {"s3.endpoint", "s3.region", "s3.anonymous", "gs.endpoint", "gs.anonymous",
+                    "gs.project", "abfs.account.name", "abfs.endpoint", "hdfs.user",
+                    "retries", "retrybackoffms", "readaheadbytes", "parallelism"}
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """How to reach an object store: the `fs.*` options (lower-cased, without `fs.`) and the
+    request policy. Picklable, so executors build the same file system as the planner."""
+
+    settings: tuple[tuple[str, str], ...] = ()
+    retries: int = 5                      # attempts after the first one
+    retry_backoff_ms: int = 100           # first pause; doubles each time (with jitter)
+    read_ahead_bytes: int = 8 * 1024 * 1024   # one ranged read of a segment fetches this much
+    parallelism: int = 8                  # concurrent small-file reads while planning
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        return dict(self.settings).get(name, default)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"fs.{k}={v if k in _PUBLIC_SETTINGS else '*****'}"
+                          for k, v in self.settings)
+        return f"StoreConfig({shown})"
+
+
+DEFAULT_CONFIG = StoreConfig()
+
+
+def is_remote(path: str) -> bool:
+    scheme = urlsplit(path).scheme.lower()
+    return bool(scheme) and scheme != "file"
+
+
+# -- building pyarrow file systems ------------------------------------------------------------
+
+def _flag(config: StoreConfig, name: str) -> bool:
+    raw = (config.get(name) or "false").strip().lower()
+    if raw not in ("true", "false"):
+        raise BadOptionError(f"fs.{name}", raw, "expected true or false")
+    return raw == "true"
+
+
+def _endpoint(raw: str | None) -> tuple[str | None, str | None]:
+    """`http://host:port` -> ("http", "host:port"); pyarrow wants them apart."""
+    if not raw:
+        return None, None
+    if "://" in raw:
+        scheme, rest = raw.split("://", 1)
+        return scheme, rest.rstrip("/")
+    return None, raw
+
+
+def _s3(config: StoreConfig, _netloc: str) -> pafs.FileSystem:
+    access, secret = config.get("s3.access.key"), config.get("s3.secret.key")
+    if bool(access) != bool(secret):
+        raise BadOptionError("fs.s3.access.key" if not access else "fs.s3.secret.key", "*****",
+                             "give both fs.s3.access.key and fs.s3.secret.key, or neither")
+    scheme, endpoint = _endpoint(config.get("s3.endpoint") or os.environ.get("AWS_ENDPOINT_URL_S3")
+                                 or os.environ.get("AWS_ENDPOINT_URL"))
+    kwargs = dict(region=config.get("s3.region") or os.environ.get("AWS_REGION")
+                  or os.environ.get("AWS_DEFAULT_REGION") or ("us-east-1" if endpoint else None),
+                  endpoint_override=endpoint, scheme=scheme or "https",
+                  # segmentlog retries itself, so one policy (ours) governs every request
+                  retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=1),
+                  connect_timeout=10, request_timeout=60)
+    if _flag(config, "s3.anonymous"):
+        kwargs["anonymous"] = True
+    elif access:
+        kwargs.update(access_key=access, secret_key=secret,
+                      session_token=config.get("s3.session.token"))
+    return pafs.S3FileSystem(**{k: v for k, v in kwargs.items() if v is not None})
+
+
+def _gs(config: StoreConfig, _netloc: str) -> pafs.FileSystem:
+    scheme, endpoint = _endpoint(config.get("gs.endpoint"))
+    kwargs = dict(anonymous=_flag(config, "gs.anonymous"), endpoint_override=endpoint,
+                  scheme=scheme, project_id=config.get("gs.project"))
+    return pafs.GcsFileSystem(**{k: v for k, v in kwargs.items() if v is not None})
+
+
+def _abfs_account(config: StoreConfig, netloc: str) -> str | None:
+    # abfs://container@account.dfs.core.windows.net/path names the account in the URI
+    host = netloc.split("@", 1)[1] if "@" in netloc else ""
+    return (host.split(".", 1)[0] if host else None) or config.get("abfs.account.name") \
+        or os.environ.get("AZURE_STORAGE_ACCOUNT_NAME")
+
+
+def _abfs(config: StoreConfig, netloc: str) -> pafs.FileSystem:
+    account = _abfs_account(config, netloc)
+    if not account:
+        raise BadOptionError("fs.abfs.account.name", None, "no storage account: use "
+                             "abfs://container@account.dfs.core.windows.net/... or set it")
+    scheme, authority = _endpoint(config.get("abfs.endpoint"))
+    kwargs = dict(account_key=config.get("abfs.account.key")
+                  or os.environ.get("AZURE_STORAGE_ACCOUNT_KEY"),
+                  sas_token=config.get("abfs.sas.token"),
+                  blob_storage_authority=authority, dfs_storage_authority=authority,
+                  blob_storage_scheme=scheme, dfs_storage_scheme=scheme)
+    return pafs.AzureFileSystem(account, **{k: v for k, v in kwargs.items() if v is not None})
+
+
+def _hdfs(config: StoreConfig, netloc: str) -> pafs.FileSystem:
+    host, _, port = netloc.rpartition(":") if ":" in netloc else (netloc, "", "")
+    try:
+        return pafs.HadoopFileSystem(host or "default", int(port) if port else 8020,
+                                     user=config.get("hdfs.user"))
+    except OSError as exc:
+        raise StorageRequestError(f"cannot connect to HDFS at {netloc or 'default'}: {exc} "
+                                  f"(pyarrow needs libhdfs: set HADOOP_HOME, JAVA_HOME and "
+                                  f"CLASSPATH as for any libhdfs client)") from None
+
+
+_BUILDERS: dict[str, Callable[[StoreConfig, str], pafs.FileSystem]] = {
+    "s3": _s3, "gs": _gs, "abfs": _abfs, "hdfs": _hdfs}
+
+
+def native_path(uri: str) -> str:
+    """The path pyarrow's file system uses for `uri`: `bucket/key` or `/path` (HDFS)."""
+    parts = urlsplit(uri)
+    store = STORE_OF_SCHEME[parts.scheme.lower()]
+    path = parts.path.rstrip("/")
+    if store == "hdfs":
+        return path or "/"
+    container = parts.netloc.split("@", 1)[0] if store == "abfs" else parts.netloc
+    return (container + path).rstrip("/")
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+_FOREVER = ("ACCESS_DENIED", "AccessDenied", "INVALID_ACCESS_KEY", "InvalidAccessKeyId",
+            "SIGNATURE_DOES_NOT_MATCH", "SignatureDoesNotMatch", "Forbidden", "HTTP status 403",
+            "PermissionDenied", "AuthorizationFailure")
+_MISSING = ("NO_SUCH_BUCKET", "NoSuchBucket", "NO_SUCH_KEY", "NoSuchKey", "Path does not exist",
+            "HTTP status 404", "does not exist")
+
+
+def _kind(exc: BaseException) -> str:
+    """'denied', 'missing' or 'transient' (worth retrying)."""
+    if isinstance(exc, PermissionError):
+        return "denied"
+    if isinstance(exc, FileNotFoundError):
+        return "missing"
+    text = str(exc)
+    if any(s in text for s in _FOREVER):
+        return "denied"
+    if any(s in text for s in _MISSING):
+        return "missing"
+    return "transient"
+
+
+# -- the file system ---------------------------------------------------------------------------
+
+@dataclass
+class _Tree:
+    """One recursive listing: every file's size, and each directory's children."""
+
+    root: str
+    sizes: dict[str, int] = field(default_factory=dict)
+    children: dict[str, set[str]] = field(default_factory=dict)
+    data: dict[str, bytes] = field(default_factory=dict)   # small files read by `prefetch`
+    ranges: dict[str, list[tuple[int, bytes]]] = field(default_factory=dict)  # probes read
+    handles: dict[str, object] = field(default_factory=dict)   # objects opened (one HEAD each)
+
+    def covers(self, path: str) -> bool:
+        return path == self.root or path.startswith(self.root + "/")
+
+
+class ObjectStoreFileSystem:
+    """A store reached through pyarrow.fs, addressed by URIs. Read-only (see module doc)."""
+
+    writable = False
+    immutable_objects = True   # an object never grows: a changed size means it was replaced
+
+    def __init__(self, store: str, arrow_fs: pafs.FileSystem, config: StoreConfig,
+                 tree: _Tree | None = None):
+        self.store, self.arrow_fs, self.config = store, arrow_fs, config
+        self.stats = IOStats()
+        self._tree = tree
+
+    @property
+    def read_ahead_bytes(self) -> int:
+        return self.config.read_ahead_bytes
+
+    def __repr__(self) -> str:
+        return f"ObjectStoreFileSystem({self.store}, {self.config!r})"
+
+    # -- requests ------------------------------------------------------------------------------
+    def request(self, what: str, uri: str, call: Callable[[], T], byte_range=None) -> T:
+        """Run one store request, retrying transient failures with exponential backoff."""
+        where = uri if byte_range is None else f"{uri} bytes [{byte_range[0]}, {byte_range[1]})"
+        attempt = 0
+        while True:
+            try:
+                return call()
+            except OSError as exc:
+                kind = _kind(exc)
+                if kind == "missing":
+                    raise LogNotFoundError(f"{what}: no such object or bucket: {where}") from None
+                if kind == "denied":
+                    raise StorageAccessError(
+                        f"{what}: access denied to {where} ({_first_line(exc)}); check the "
+                        f"credentials (fs.{self.store}.* options or the store's standard "
+                        f"environment variables and config files)") from None
+                if attempt >= self.config.retries:
+                    raise StorageRequestError(
+                        f"{what}: {where} failed after {attempt + 1} attempts: "
+                        f"{_first_line(exc)}") from None
+                pause = self.config.retry_backoff_ms / 1000 * 2 ** attempt
+                log.info("segmentlog: %s of %s failed (%s); retry %d in %.2fs", what, where,
+                         _first_line(exc), attempt + 1, pause)
+                time.sleep(pause * (0.5 + random.random()))
+                attempt += 1
+
+    # -- names ---------------------------------------------------------------------------------
+    @staticmethod
+    def join(*parts: str) -> str:
+        return posixpath.join(*parts)
+
+    @staticmethod
+    def basename(path: str) -> str:
+        return posixpath.basename(path.rstrip("/"))
+
+    @staticmethod
+    def dirname(path: str) -> str:
+        return posixpath.dirname(path.rstrip("/"))
+
+    # -- listing -------------------------------------------------------------------------------
+    def with_tree(self, root: str) -> "ObjectStoreFileSystem":
+        """A view of this store that lists everything under `root` now, in one listing, and
+        answers metadata questions under `root` from it (a planner's snapshot of the log)."""
+        root = root.rstrip("/")
+        infos = self.request("listing", root, lambda: self.arrow_fs.get_file_info(
+            pafs.FileSelector(native_path(root), recursive=True, allow_not_found=True)))
+        tree = _Tree(root)
+        base = native_path(root)
+        for info in infos:
+            if info.type != pafs.FileType.File:
+                continue
+            uri = root + info.path[len(base):]
+            tree.sizes[uri] = info.size
+            child, parent = uri, posixpath.dirname(uri)
+            while tree.covers(parent) and child != parent:
+                tree.children.setdefault(parent, set()).add(posixpath.basename(child))
+                child, parent = parent, posixpath.dirname(parent)
+        view = ObjectStoreFileSystem(self.store, self.arrow_fs, self.config, tree)
+        view.stats.add(0)   # the listing (one request per 1000 keys; counted as one)
+        return view
+
+    def _info(self, path: str) -> pafs.FileInfo:
+        info = self.request("metadata", path,
+                            lambda: self.arrow_fs.get_file_info(native_path(path)))
+        self.stats.add(0)
+        return info
+
+    def exists(self, path: str) -> bool:
+        return self.is_file(path) or self.is_dir(path)
+
+    def is_dir(self, path: str) -> bool:
+        path = path.rstrip("/")
+        if self._tree is not None and self._tree.covers(path):
+            return path in self._tree.children
+        return self._info(path).type == pafs.FileType.Directory
+
+    def is_file(self, path: str) -> bool:
+        if self._tree is not None and self._tree.covers(path):
+            return path in self._tree.sizes
+        return self._info(path).type == pafs.FileType.File
+
+    def list_dir(self, path: str) -> list[str]:
+        path = path.rstrip("/")
+        if self._tree is not None and self._tree.covers(path):
+            return sorted(self._tree.children.get(path, ()))
+        infos = self.request("listing", path, lambda: self.arrow_fs.get_file_info(
+            pafs.FileSelector(native_path(path), allow_not_found=True)))
+        self.stats.add(0)
+        return sorted(posixpath.basename(i.path) for i in infos)
+
+    def size(self, path: str) -> int:
+        if self._tree is not None and path in self._tree.sizes:
+            return self._tree.sizes[path]
+        info = self._info(path)
+        if info.type != pafs.FileType.File:
+            raise LogNotFoundError(f"no such object: {path}")
+        return info.size
+
+    def mtime_ms(self, path: str) -> int:
+        info = self._info(path)
+        return int(info.mtime.timestamp() * 1000) if info.mtime else 0
+
+    # -- reads ---------------------------------------------------------------------------------
+    def open_read(self, path: str, stats: IOStats | None = None) -> "ObjectFile":
+        if self._tree is not None and path in self._tree.sizes:
+            # A planner hops headers near the same index entries more than once (the start and
+            # the end of a range, the log end): within one listing snapshot, read bytes once.
+            return ObjectFile(self, path, stats, self._tree.sizes[path],
+                              self._tree.ranges.setdefault(path, []), self._tree.handles)
+        return ObjectFile(self, path, stats)
+
+    def read_all(self, path: str, stats: IOStats | None = None) -> bytes:
+        if self._tree is not None and path in self._tree.data:
+            data = self._tree.data[path]
+            if stats is not None:   # counted where it was fetched (prefetch), once per use here
+                stats.add(len(data))
+            return data
+        with self.open_read(path, stats) as f:
+            return f.read_at(0, f.size())
+
+    def read_range(self, path: str, start: int, length: int,
+                   stats: IOStats | None = None) -> bytes:
+        with self.open_read(path, stats) as f:
+            return f.read_at(start, length)
+
+    def map_array(self, path: str, dtype, stats: IOStats | None = None) -> np.ndarray:
+        """The object as a numpy array of whole `dtype` items (read in full: it is an index)."""
+        dtype = np.dtype(dtype)
+        data = self.read_all(path, stats)
+        count = len(data) // dtype.itemsize
+        return np.frombuffer(data, dtype=dtype, count=count)
+
+    def prefetch(self, paths: Iterable[str]) -> None:
+        """Read small files of the listed tree in parallel, so later `read_all` / `map_array`
+        calls on them cost no request (an index per touched segment, say)."""
+        if self._tree is None:
+            return
+        wanted = [p for p in dict.fromkeys(paths)
+                  if p in self._tree.sizes and p not in self._tree.data]
+        if not wanted:
+            return
+        scratch = IOStats()
+
+        def fetch(path: str) -> tuple[str, bytes]:
+            with self.open_read(path, scratch) as f:
+                return path, f.read_at(0, f.size())
+
+        with ThreadPoolExecutor(max_workers=min(self.config.parallelism, len(wanted))) as pool:
+            self._tree.data.update(pool.map(fetch, wanted))
+        self.stats.bytes_read += scratch.bytes_read
+        self.stats.read_requests += scratch.read_requests
+
+    # -- writes: refused -------------------------------------------------------------------------
+    def refuse_writes(self, path: str) -> None:
+        raise ReadOnlyStoreError(
+            f"cannot write to {path}: segmentlog writes only to local or mounted file systems. "
+            f"Its exactly-once commit appends to segments, truncates torn tails and renames "
+            f"files atomically, which {self.store}:// objects cannot do. Write to a local (or "
+            f"NFS/FUSE-mounted) directory and copy the closed segments to the store afterwards")
+
+    def _refuse(self, path: str, *_args, **_kwargs):
+        self.refuse_writes(path)
+
+    makedirs = open_append = write_atomic = rename = remove = remove_tree = _refuse
+    remove_empty_dir = truncate = fsync_dir = lock = _refuse
+
+
+class ObjectFile:
+    """An object opened for ranged reads.
+
+    pyarrow opens an object with a HEAD request, which is how a reader learns its size now. A
+    planner's view already knows the size from its listing and passes `size` and a `cache` of
+    ranges it read, so the object is opened only when a read is not in the cache.
+    """
+
+    def __init__(self, fs: ObjectStoreFileSystem, path: str, stats: IOStats | None,
+                 size: int | None = None, cache: list[tuple[int, bytes]] | None = None,
+                 handles: dict | None = None):
+        self.fs, self.path, self._stats = fs, path, stats
+        self._size, self._cache, self._handles = size, cache, handles
+        self._file = None if handles is None else handles.get(path)
+        if size is None:
+            self._open()
+
+    def _open(self):
+        if self._file is None:
+            self._file = self.fs.request("open", self.path, lambda: self.fs.arrow_fs
+                                         .open_input_file(native_path(self.path)))
+            self._count(0)
+            if self._handles is not None:   # shared by the planner view; closed with it
+                self._handles[self.path] = self._file
+        return self._file
+
+    def _count(self, nbytes: int) -> None:
+        # Counted once: by the caller's IOStats if it passed one, else by the file system's.
+        (self._stats if self._stats is not None else self.fs.stats).add(nbytes)
+
+    def size(self) -> int:
+        return self._size if self._size is not None else self._open().size()
+
+    def _cached_prefix(self, position: int, length: int) -> bytes:
+        """The longest cached run of bytes starting at `position` (at most `length`)."""
+        best = b""
+        for start, data in self._cache or ():
+            if start <= position < start + len(data):
+                run = data[position - start:position - start + length]
+                best = run if len(run) > len(best) else best
+        return best
+
+    def read_at(self, position: int, length: int) -> bytes:
+        length = max(0, min(length, self.size() - position))
+        known = self._cached_prefix(position, length)
+        if len(known) == length:
+            return known
+        at, want = position + len(known), length - len(known)
+        f = self._open()
+        data = self.fs.request("read", self.path, lambda: f.read_at(want, at), (at, at + want))
+        self._count(len(data))
+        if self._cache is not None:
+            self._cache.append((at, data))
+        return known + data
+
+    def read_into(self, position: int, buffer) -> int:
+        view = memoryview(buffer).cast("B")
+        if self._cache is not None:
+            data = self.read_at(position, len(view))
+            view[:len(data)] = data
+            return len(data)
+        f = self._open()
+
+        def read() -> int:
+            f.seek(position)
+            return f.readinto(view)
+
+        done = self.fs.request("read", self.path, read, (position, position + len(view)))
+        self._count(done)
+        return done
+
+    def close(self) -> None:
+        if self._file is not None and self._handles is None:
+            self._file.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+
+
+# -- one file system per store and configuration, per process ----------------------------------
+
+_instances: dict[tuple, ObjectStoreFileSystem] = {}
+_instances_lock = threading.Lock()
+
+
+def object_store_for(uri: str, config: StoreConfig = DEFAULT_CONFIG) -> ObjectStoreFileSystem:
+    parts = urlsplit(uri)
+    store = STORE_OF_SCHEME.get(parts.scheme.lower())
+    if store is None:
+        raise BadOptionError("path", uri, f"unknown scheme {parts.scheme!r}: segmentlog reads "
+                             f"local paths, file://, {', '.join(s + '://' for s in STORE_OF_SCHEME)}")
+    if not parts.netloc and store != "hdfs":
+        raise BadOptionError("path", uri, f"no bucket or container in the URI (expected "
+                             f"{parts.scheme}://bucket/prefix)")
+    # S3 and GCS reach every bucket with one client; Azure and HDFS need one per account/host.
+    scope = parts.netloc if store in ("abfs", "hdfs") else ""
+    key = (store, scope, config)
+    with _instances_lock:
+        fs = _instances.get(key)
+        if fs is None:
+            fs = _instances[key] = ObjectStoreFileSystem(store, _BUILDERS[store](config, parts.netloc),
+                                                         config)
+    return fs
