@@ -11,6 +11,10 @@ Where Kafka throws a stack trace this tool says what is wrong instead: a file wi
 points past the end of its log reports log offset -1, and a missing file or a batch larger than
 --max-message-size is one `segmentlog: ...` line (exit 2).
 
+A file may be a URI of an object store or HDFS (s3://bucket/kafka-logs/orders-0/...log, with
+--fs-option for the store); it is read with ranged reads and printed under its URI, otherwise
+exactly as a local copy of it would be.
+
 --json prints one JSON object per line instead of Kafka's text; every object has a "kind":
 
   file         {"path", "type": log|kraft-snapshot|index|timeindex|txnindex|snapshot,
@@ -47,7 +51,7 @@ from typing import TextIO
 
 from ..errors import BadOptionError, LogNotFoundError
 from ..format.batch import INT32_MAX
-from ..storage.io import LOCAL
+from ..storage.io import filesystem_for
 from ..storage.log_files import offset_from_file_name
 from .dump_indexes import dump_offset_index, dump_snapshot, dump_time_index, dump_txn_index
 from .dump_log import dump_log, java_file
@@ -124,8 +128,9 @@ class DumpProblems:
 class Dumper:
     """Dumps files one after another, collecting the stderr report for the end."""
 
-    def __init__(self, options: DumpOptions, out: TextIO, err: TextIO):
+    def __init__(self, options: DumpOptions, out: TextIO, err: TextIO, config=None):
         self.options = options
+        self.config = config  # a StoreConfig for URIs (None: the stores' own defaults)
         self.out = out
         self.err = err
         self.problems = DumpProblems()
@@ -138,9 +143,9 @@ class Dumper:
         if self.options.json:
             self.out.write(json.dumps({"kind": kind, **fields}, ensure_ascii=False) + "\n")
 
-    def base_offset_of(self, shown: str) -> int:
+    def base_offset_of(self, fs, shown: str) -> int:
         """The segment base offset a file name starts with (Kafka: name.split('.')(0).toLong)."""
-        name = LOCAL.basename(shown)
+        name = fs.basename(shown)
         offset = offset_from_file_name(name)
         if offset is None:
             raise BadOptionError("--files", shown, "a segment file name must start with the "
@@ -148,10 +153,12 @@ class Dumper:
         return offset
 
     def dump_file(self, arg: str) -> None:
-        shown = java_file(arg)
+        fs, path = filesystem_for(arg, self.config)
+        # A URI is shown as it names the object (Java's File would mangle its "//").
+        shown = path if "://" in path else java_file(path)
         self.line(f"Dumping {shown}")
-        name = LOCAL.basename(shown)
-        if LOCAL.is_dir(arg):
+        name = fs.basename(shown)
+        if fs.is_dir(path):
             self.err.write(f"Ignoring {shown}: it is a directory (pass the files in it)\n")
             return
         if "." not in name:
@@ -165,18 +172,20 @@ class Dumper:
         if handler is None:
             self.err.write(f"Ignoring unknown file {shown}\n")
             return
-        if not LOCAL.exists(arg):
-            raise LogNotFoundError(f"no such file: {shown}")
-        handler(self, arg, shown)
+        if not fs.exists(path):
+            what = "object (or bucket)" if "://" in path else "file"
+            raise LogNotFoundError(f"no such {what}: {shown}")
+        handler(self, fs, path, shown)
 
     def finish(self) -> None:
         self.problems.write(self.err)
 
 
 def dump_files(files: list[str], options: DumpOptions = DumpOptions(), out: TextIO | None = None,
-               err: TextIO | None = None) -> DumpProblems:
-    """Dump `files` as `segmentlog dump --files ...` does; returns the problems it reported."""
-    dumper = Dumper(options, out or sys.stdout, err or sys.stderr)
+               err: TextIO | None = None, config=None) -> DumpProblems:
+    """Dump `files` as `segmentlog dump --files ...` does; returns the problems it reported.
+    `config` (a StoreConfig) says how to reach the stores of URI files."""
+    dumper = Dumper(options, out or sys.stdout, err or sys.stderr, config)
     try:
         for arg in files:
             dumper.dump_file(arg)
@@ -188,7 +197,8 @@ def dump_files(files: list[str], options: DumpOptions = DumpOptions(), out: Text
 
 def add_arguments(parser) -> None:
     parser.add_argument("--files", required=True, metavar="F1,F2,...",
-                        help="comma-separated files, each handled by its suffix: " + SUFFIXES)
+                        help="comma-separated files or URIs (s3://...), each handled by its "
+                        "suffix: " + SUFFIXES)
     parser.add_argument("--deep-iteration", action="store_true",
                         help="also print the records of each batch")
     parser.add_argument("--print-data-log", action="store_true",
@@ -216,5 +226,6 @@ def run(args) -> int:
     options = DumpOptions(args.deep_iteration, args.print_data_log, args.verify_index_only,
                           args.index_sanity_check, args.max_message_size, args.max_bytes,
                           args.skip_record_metadata, args.json)
-    dump_files([f for f in args.files.split(",") if f], options)
+    dump_files([f for f in args.files.split(",") if f], options,
+               config=getattr(args, "store_config", None))
     return 0

@@ -14,7 +14,6 @@ from ..errors import BadOptionError, CorruptDataError
 from ..format.batch import INT32_MAX, LOG_OVERHEAD, V2_HEADER_SIZE, BatchHeader, parse_header
 from ..format.records import decode_batch
 from ..storage.index import OFFSET_ENTRY, TIME_ENTRY, OffsetIndex, TimeIndex
-from ..storage.io import LOCAL
 from ..storage.log_files import INDEX_SUFFIX, LOG_SUFFIX, file_name
 from ..storage.producer_state import read_snapshot
 from ..storage.segment import EntryScan
@@ -28,8 +27,8 @@ if TYPE_CHECKING:
 ANY_BATCH_SIZE = INT32_MAX + LOG_OVERHEAD
 
 
-def _sibling(path: str, base_offset: int, suffix: str) -> str:
-    return LOCAL.join(LOCAL.dirname(path), file_name(base_offset, suffix))
+def _sibling(fs, path: str, base_offset: int, suffix: str) -> str:
+    return fs.join(fs.dirname(path), file_name(base_offset, suffix))
 
 
 def _sanity_check(d: Dumper, index, shown: str) -> None:
@@ -38,17 +37,17 @@ def _sanity_check(d: Dumper, index, shown: str) -> None:
     d.obj("sanityCheck", path=shown, passed=True)
 
 
-def dump_offset_index(d: Dumper, path: str, shown: str) -> None:
-    base = d.base_offset_of(shown)
-    entries = LOCAL.map_array(path, OFFSET_ENTRY)
+def dump_offset_index(d: Dumper, fs, path: str, shown: str) -> None:
+    base = d.base_offset_of(fs, shown)
+    entries = fs.map_array(path, OFFSET_ENTRY)
     d.obj("file", path=shown, type="index", baseOffset=base, entries=len(entries))
     if len(entries) == 0:
         d.line(f"{shown} is empty.")
         return
     if d.options.index_sanity_check:
-        return _sanity_check(d, OffsetIndex.open(path, base), shown)
-    log_path = _sibling(path, base, LOG_SUFFIX)
-    log = LOCAL.open_read(log_path) if LOCAL.exists(log_path) else None
+        return _sanity_check(d, OffsetIndex.open(path, base, fs), shown)
+    log_path = _sibling(fs, path, base, LOG_SUFFIX)
+    log = fs.open_read(log_path) if fs.exists(log_path) else None
     if log is None:
         d.err.write(f"Cannot check {shown} against its log: {log_path} does not exist\n")
     try:
@@ -92,17 +91,17 @@ def _batch_at(log, log_size: int, position: int, max_message_size: int) -> Batch
     return header
 
 
-def dump_time_index(d: Dumper, path: str, shown: str) -> None:
-    base = d.base_offset_of(shown)
-    entries = LOCAL.map_array(path, TIME_ENTRY)
+def dump_time_index(d: Dumper, fs, path: str, shown: str) -> None:
+    base = d.base_offset_of(fs, shown)
+    entries = fs.map_array(path, TIME_ENTRY)
     d.obj("file", path=shown, type="timeindex", baseOffset=base, entries=len(entries))
     if d.options.index_sanity_check:
-        return _sanity_check(d, TimeIndex.open(path, base), shown)
-    log_path = _sibling(path, base, LOG_SUFFIX)
-    if not LOCAL.exists(log_path):
+        return _sanity_check(d, TimeIndex.open(path, base, fs), shown)
+    log_path = _sibling(fs, path, base, LOG_SUFFIX)
+    if not fs.exists(log_path):
         d.err.write(f"Cannot check {shown} against its log: {log_path} does not exist\n")
         log_path = None
-    offset_index = OffsetIndex.open(_sibling(path, base, INDEX_SUFFIX), base)
+    offset_index = OffsetIndex.open(_sibling(fs, path, base, INDEX_SUFFIX), base, fs)
     absolute = java_absolute(shown)
     previous_timestamp = -1
     for i, (timestamp, relative) in enumerate(entries.tolist()):
@@ -110,7 +109,8 @@ def dump_time_index(d: Dumper, path: str, shown: str) -> None:
             break
         offset = base + relative
         if log_path is not None:
-            batch, entry = _first_batch_reaching(log_path, offset_index.lookup(offset)[1], offset)
+            batch, entry = _first_batch_reaching(fs, log_path, offset_index.lookup(offset)[1],
+                                                 offset)
             if batch is None or batch.last_offset != offset:
                 d.problems.add(d.problems.time_not_found, absolute,
                                (offset, -1 if batch is None else batch.last_offset))
@@ -131,17 +131,17 @@ def dump_time_index(d: Dumper, path: str, shown: str) -> None:
         previous_timestamp = timestamp
 
 
-def _first_batch_reaching(log_path: str, position: int, offset: int):
+def _first_batch_reaching(fs, log_path: str, position: int, offset: int):
     """(header, bytes) of the first batch from `position` on whose last offset is >= `offset`."""
-    for header, entry in EntryScan(LOCAL, log_path, position, allow_torn_tail=True,
+    for header, entry in EntryScan(fs, log_path, position, allow_torn_tail=True,
                                    chunk_bytes=64 * 1024):
         if header.last_offset >= offset:
             return header, entry
     return None, None
 
 
-def dump_txn_index(d: Dumper, path: str, shown: str) -> None:
-    data = LOCAL.read_all(path)
+def dump_txn_index(d: Dumper, fs, path: str, shown: str) -> None:
+    data = fs.read_all(path)
     txns = parse_txn_index(data)
     d.obj("file", path=shown, type="txnindex", entries=len(txns))
     for i, txn in enumerate(txns):
@@ -160,9 +160,9 @@ def first_sequence(last_sequence: int, offset_delta: int) -> int:
     return last_sequence - offset_delta
 
 
-def dump_snapshot(d: Dumper, path: str, shown: str) -> None:
+def dump_snapshot(d: Dumper, fs, path: str, shown: str) -> None:
     try:
-        entries = read_snapshot(path)
+        entries = read_snapshot(path, fs)
     except CorruptDataError as err:
         d.err.write(f"{err}\n")  # Kafka prints a corrupt snapshot's message and goes on
         return

@@ -2,7 +2,8 @@
 
 The text formats are DumpLogSegments' (spec §10.2), 4.0 Scala flavour: a `Log starting offset:`
 header, `deleteHorizonMs: OptionalLong...` in every v2 batch line, and the stray `}` that ends a
-legacy record line. The file is read in bounded chunks by storage's EntryScan.
+legacy record line. The file is read in bounded chunks by storage's EntryScan, from whichever
+file system serves it (local, or an object store for a URI).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from ..format.control import (ABORT, COMMIT, CONTROL_TYPE_NAMES, KRAFT_VERSION, 
                               SNAPSHOT_FOOTER, SNAPSHOT_HEADER, parse_control_key,
                               parse_end_txn_marker)
 from ..format.records import decode_batch
-from ..storage.io import LOCAL
 from ..storage.segment import EntryScan
 
 if TYPE_CHECKING:
@@ -40,25 +40,26 @@ def java_file(arg: str) -> str:
 
 
 def java_absolute(shown: str) -> str:
-    """`File.getAbsolutePath`: the working directory prepended, nothing else resolved."""
-    return shown if shown.startswith("/") else f"{os.getcwd()}/{shown}"
+    """`File.getAbsolutePath`: the working directory prepended, nothing else resolved (a URI is
+    already absolute)."""
+    return shown if shown.startswith("/") or "://" in shown else f"{os.getcwd()}/{shown}"
 
 
 def java_bool(value: bool) -> str:
     return "true" if value else "false"
 
 
-def dump_log(d: Dumper, path: str, shown: str) -> None:
-    name = LOCAL.basename(shown)
+def dump_log(d: Dumper, fs, path: str, shown: str) -> None:
+    name = fs.basename(shown)
     if name.endswith(".checkpoint"):
         if not _kraft_snapshot_header(d, name, shown):
             return
     else:
-        base = d.base_offset_of(shown)
+        base = d.base_offset_of(fs, shown)
         d.line(f"Log starting offset: {base}")
         d.obj("file", path=shown, type="log", baseOffset=base)
     opts = d.options
-    scan = _KafkaShallowScan(path)
+    scan = _KafkaShallowScan(fs, path)
     previous_offset = -1
     for header, entry in scan:
         if header.end > opts.max_bytes:
@@ -96,18 +97,18 @@ class _KafkaShallowScan:
     format.batch.parse_header checks those first, so such an error is turned back into the end.
     """
 
-    def __init__(self, path: str):
-        self.path = path
+    def __init__(self, fs, path: str):
+        self.fs, self.path = fs, path
         self.invalid_tail: tuple[int, int] | None = None  # (position, length)
 
     def __iter__(self):
-        scan = EntryScan(LOCAL, self.path, allow_torn_tail=True)
+        scan = EntryScan(self.fs, self.path, allow_torn_tail=True)
         try:
             yield from scan
         except CorruptDataError as err:
             if err.path != self.path or not self._runs_past_end(err.position):
                 raise
-            self.invalid_tail = (err.position, LOCAL.size(self.path) - err.position)
+            self.invalid_tail = (err.position, self.fs.size(self.path) - err.position)
         else:
             tail = scan.torn_tail
             self.invalid_tail = None if tail is None else (tail.position, tail.length)
@@ -115,10 +116,10 @@ class _KafkaShallowScan:
     def _runs_past_end(self, position: int | None) -> bool:
         if position is None:
             return False
-        head = LOCAL.read_range(self.path, position, LOG_OVERHEAD)
+        head = self.fs.read_range(self.path, position, LOG_OVERHEAD)
         length = int.from_bytes(head[8:12], "big", signed=True)
         return length >= MIN_LEGACY_MESSAGE_SIZE[0] and (
-            position + LOG_OVERHEAD + length > LOCAL.size(self.path))
+            position + LOG_OVERHEAD + length > self.fs.size(self.path))
 
 
 def _kraft_snapshot_header(d: Dumper, name: str, shown: str) -> bool:

@@ -11,6 +11,9 @@ time round-robin. Record i of a topic has timestamp start + i * step, moved by u
 are `k` + a zero-padded random number. With --transactions, two transactional producers per
 partition interleave transactions of 1-3 batches each, committed or (one in three) aborted with
 end-transaction markers, between plain batches.
+
+The directory must be local (or a mounted file system): an object-store URI is refused before
+anything is written (generate locally, then upload).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from ..format.partitioner import partitions_for_keys
 from ..format.records import (BinaryColumn, HeaderColumns, Record, RecordColumns, encode_batch,
                               encode_batches)
 from ..storage.data_dir import check_writable, partition_dir, topic_id_of
-from ..storage.io import LOCAL
+from ..storage.io import filesystem_for
 from ..storage.log_config import LogConfig
 from ..storage.partition_log import PartitionLog
 
@@ -95,24 +98,28 @@ def generate_log(path: str, progress: bool = False, **options) -> GeneratedLog:
     """Write a data directory at `path` (created if needed); options as GenerateOptions.
 
     Partitions that already exist are appended to (a topic keeps its topic id); a path that is
-    neither missing, empty nor a Kafka data directory is refused.
+    neither missing, empty nor a Kafka data directory is refused, and so is a URI of a store
+    segmentlog only reads (ReadOnlyStoreError, before anything is written).
     """
     if "topics" in options:
         options["topics"] = tuple(options["topics"])
     opts = GenerateOptions(**options)
     opts.check()
-    check_writable(path)
+    fs, path = filesystem_for(path)
+    if not fs.writable:
+        fs.refuse_writes(path)
+    check_writable(path, fs)
     config = LogConfig(segment_bytes=opts.segment_bytes, fsync="none")
-    LOCAL.makedirs(path)
+    fs.makedirs(path)
     result = GeneratedLog(path)
     bar = _progress_bar(opts.records * len(opts.topics), progress)
     try:
         for t, topic in enumerate(opts.topics):
             # A new topic's id is derived from the seed, so that equal runs write equal bytes.
-            topic_id = topic_id_of(path, topic) or uuid.UUID(
+            topic_id = topic_id_of(path, topic, fs) or uuid.UUID(
                 bytes=hashlib.sha256(f"{opts.seed}/{topic}".encode()).digest()[:16])
-            writers = [_PartitionWriter(partition_dir(path, topic, p), t, p, topic_id, opts,
-                                        config) for p in range(opts.partitions)]
+            writers = [_PartitionWriter(fs, partition_dir(path, topic, p, fs), t, p, topic_id,
+                                        opts, config) for p in range(opts.partitions)]
             try:
                 _write_topic(t, opts, writers, bar)
             finally:
@@ -224,9 +231,9 @@ class _Producer:
 
 
 class _PartitionWriter:
-    def __init__(self, path: str, topic_index: int, partition: int, topic_id,
+    def __init__(self, fs, path: str, topic_index: int, partition: int, topic_id,
                  opts: GenerateOptions, config: LogConfig):
-        self.log = PartitionLog.open_for_append(path, config=config, topic_id=topic_id)
+        self.log = PartitionLog.open_for_append(path, fs, config=config, topic_id=topic_id)
         self.opts = opts
         self.pending = _Rows()
         self.records = 0
@@ -308,7 +315,7 @@ class _PartitionWriter:
 
 def add_arguments(parser) -> None:
     d = GenerateOptions()
-    parser.add_argument("path", metavar="DIR", help="the data directory to write")
+    parser.add_argument("path", metavar="DIR", help="the data directory to write (local)")
     parser.add_argument("--topics", default=",".join(d.topics), help="comma-separated topic names")
     parser.add_argument("--partitions", type=int, default=d.partitions, metavar="N",
                         help="partitions per topic")
@@ -342,6 +349,9 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    fs, path = filesystem_for(args.path, getattr(args, "store_config", None))
+    if not fs.writable:
+        fs.refuse_writes(path)
     generated = generate_log(
         args.path, progress=args.progress, topics=[t for t in args.topics.split(",") if t],
         partitions=args.partitions, records=args.records, codec=args.codec,
@@ -350,6 +360,6 @@ def run(args) -> int:
         timestamp_jitter_ms=args.timestamp_jitter_ms, segment_bytes=args.segment_bytes,
         records_per_batch=args.records_per_batch, transactions=args.transactions, seed=args.seed)
     for name, count in generated.records.items():
-        print(f"{LOCAL.join(args.path, name)}: {count} records, log end offset "
+        print(f"{fs.join(path, name)}: {count} records, log end offset "
               f"{generated.log_end_offsets[name]}")
     return 0

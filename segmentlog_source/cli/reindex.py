@@ -5,6 +5,9 @@ Files are replaced atomically (written to a temporary file, then renamed), under
 writer lock. The broker's recovery would also truncate a `.log` at its first invalid byte and
 empty a segment whose offsets cannot be indexed; this command never changes a `.log`: such a
 segment, and the rest of its partition, is left alone and reported (see `segmentlog verify`).
+
+Object stores are read-only to segmentlog: a URI among the paths is refused before anything is
+read or written (reindex a local copy, then upload the indexes).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from ..errors import BadOptionError, CorruptDataError
 from ..storage.checkpoints import LeaderEpochCache
 from ..storage.index import (DEFAULT_INDEX_INTERVAL_BYTES, OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE,
                              rebuild_indexes)
+from ..storage.io import filesystem_for
 from ..storage.log_config import LogConfig
 from ..storage.log_files import LEADER_EPOCH_CHECKPOINT, PARTITION_LOCK
 from ..storage.partition_log import PartitionLog
@@ -42,14 +46,19 @@ class RebuiltSegment:
 
 
 def reindex_partition(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
-                      out=None) -> list[RebuiltSegment]:
-    """Rebuild the indexes of every segment of one partition directory.
+                      out=None, fs=None) -> list[RebuiltSegment]:
+    """Rebuild the indexes of every segment of one partition directory (`fs` serves it; None:
+    the one its path names).
 
     Raises CorruptDataError (naming the file and byte) for the first segment whose `.log` the
     broker's recovery would cut; the segments before it are rebuilt, it and later ones are not.
+    Raises ReadOnlyStoreError, having written nothing, for a store segmentlog only reads.
     """
-    log = PartitionLog.open(path)
-    fs = log.fs
+    if fs is None:
+        fs, path = filesystem_for(path)
+    if not fs.writable:
+        fs.refuse_writes(path)
+    log = PartitionLog.open(path, fs)
     config = LogConfig(index_interval_bytes=index_interval_bytes)
     lock = fs.lock(fs.join(path, PARTITION_LOCK), f"partition {log.name} ({path})")
     rebuilt = []
@@ -136,7 +145,8 @@ def _check_recoverable(segment: Segment, config: LogConfig) -> None:
 
 def add_arguments(parser) -> None:
     parser.add_argument("paths", nargs="+", metavar="DIR",
-                        help="data directories or partition directories")
+                        help="data directories or partition directories (local: object-store "
+                        "URIs are refused)")
     parser.add_argument("--index-interval-bytes", type=int, default=DEFAULT_INDEX_INTERVAL_BYTES,
                         metavar="N", help="the topic's index.interval.bytes")
 
@@ -144,11 +154,16 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     if args.index_interval_bytes < 0:
         raise BadOptionError("--index-interval-bytes", args.index_interval_bytes, "must be >= 0")
+    config = getattr(args, "store_config", None)
+    for given in args.paths:  # every path is checked before any partition is touched
+        fs, path = filesystem_for(given, config)
+        if not fs.writable:
+            fs.refuse_writes(path)
     failed = False
-    for path in partition_dirs(args.paths):
+    for part in partition_dirs(args.paths, config):
         try:
-            reindex_partition(path, index_interval_bytes=args.index_interval_bytes,
-                              out=sys.stdout)
+            reindex_partition(part.path, index_interval_bytes=args.index_interval_bytes,
+                              out=sys.stdout, fs=part.fs)
         except CorruptDataError as err:
             print(f"segmentlog: {err}", file=sys.stderr, flush=True)
             failed = True

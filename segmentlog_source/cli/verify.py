@@ -11,6 +11,9 @@ Warnings (exit status 0 unless --strict) are differences that brokers legitimate
 index entries DumpLogSegments --verify-index-only would report as mismatches, indexes of closed
 segments that differ from the ones rebuilt from the `.log` (follower, cleaner or restarted
 segments, spec §4.5), and missing index files (the broker rebuilds them at load).
+
+A path may be a URI (s3://bucket/kafka-logs, with --fs-option for the store): the tree is listed
+once, then read with ranged reads; nothing is written, and problems name the objects.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from ..format.control import ABORT, parse_control_record
 from ..format.records import ColumnarDecoder, decode_batch
 from ..storage.checkpoints import read_leader_epoch_checkpoint
 from ..storage.index import DEFAULT_INDEX_INTERVAL_BYTES, OffsetIndex, TimeIndex, rebuild_indexes
-from ..storage.log_directory import find_partitions
+from ..storage.log_directory import PartitionDir, find_partitions
 from ..storage.log_files import INDEX_SUFFIXES, LEADER_EPOCH_CHECKPOINT, kind_of
 from ..storage.partition_log import PartitionLog
 from ..storage.producer_state import read_snapshot, snapshot_offsets, snapshot_path
@@ -137,21 +140,23 @@ class _SegmentBatches:
         return i if i < len(self.positions) and self.positions[i] == position else None
 
 
-def partition_dirs(paths: list[str]) -> list[str]:
-    """Partition directories under each path. Paths are searched one by one: two data
-    directories (two brokers) may well hold replicas of the same partition."""
-    return [p.path for path in paths for p in find_partitions(path)]
+def partition_dirs(paths: list[str], config=None) -> list[PartitionDir]:
+    """Partition directories under each path (local, or a URI whose store `config`, a
+    StoreConfig, reaches), each with the file system that serves it. Paths are searched one by
+    one: two data directories (two brokers) may well hold replicas of the same partition."""
+    return [p for path in paths for p in find_partitions(path, config=config)]
 
 
-def verify_paths(paths: list[str], *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
-                 ) -> list[PartitionReport]:
-    return [verify_partition(p, index_interval_bytes=index_interval_bytes)
-            for p in partition_dirs(paths)]
+def verify_paths(paths: list[str], *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+                 config=None) -> list[PartitionReport]:
+    return [verify_partition(p.path, index_interval_bytes=index_interval_bytes, fs=p.fs)
+            for p in partition_dirs(paths, config)]
 
 
-def verify_partition(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
-                     ) -> PartitionReport:
-    log = PartitionLog.open(path)
+def verify_partition(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+                     fs=None) -> PartitionReport:
+    """Check one partition directory; `fs` serves it (None: the one its path names)."""
+    log = PartitionLog.open(path, fs)
     report = PartitionReport(log.name, path, segments=len(log.segments))
     problems = _Reporter(report)
     snapshots = _check_small_files(log, problems)
@@ -393,7 +398,7 @@ def _check_txn_index(segment: Segment, batches: _SegmentBatches, problems: _Repo
 
 def add_arguments(parser) -> None:
     parser.add_argument("paths", nargs="+", metavar="DIR",
-                        help="data directories or partition directories")
+                        help="data directories or partition directories (paths or URIs)")
     parser.add_argument("--index-interval-bytes", type=int, default=DEFAULT_INDEX_INTERVAL_BYTES,
                         metavar="N", help="the topic's index.interval.bytes, for comparing "
                         "indexes with rebuilt ones")
@@ -402,8 +407,9 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     failed = False
-    for path in partition_dirs(args.paths):
-        report = verify_partition(path, index_interval_bytes=args.index_interval_bytes)
+    for part in partition_dirs(args.paths, getattr(args, "store_config", None)):
+        report = verify_partition(part.path, index_interval_bytes=args.index_interval_bytes,
+                                  fs=part.fs)
         print(report.summary(), flush=True)
         for problem in report.problems:
             print(f"  {problem}")
