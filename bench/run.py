@@ -12,6 +12,7 @@ targets drawn as lines), and prints the table. Modules, in order:
     memory      bench/memory.py: peak RSS of a 1 GiB segment scan and of 1 GiB writes
     spark_scan  bench/spark_scan.py: full scans vs the ceiling and Parquet
     selective   bench/selective.py: ranges and lookups, 100 MB vs 2 GB, bytes read
+    object_store bench/object_store.py: the same queries on 1 GB in S3 (moto), bytes served
 decoder and writer are optional: missing or failing, they get a "not available" row.
 """
 
@@ -26,9 +27,9 @@ import traceback
 
 from .common import RESULTS, case, machine_info, stop_spark, unavailable
 
-OURS = ("memory", "spark_scan", "selective")
+OURS = ("memory", "spark_scan", "selective", "object_store")
 EXTERNAL = ("decoder", "writer")
-ORDER = ("decoder", "writer", "memory", "spark_scan", "selective")
+ORDER = ("decoder", "writer", "memory", "spark_scan", "selective", "object_store")
 
 
 def external_rows(label: str, result) -> list[dict]:
