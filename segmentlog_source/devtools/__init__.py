@@ -1,0 +1,1 @@
+"""Tools for developing and testing segmentlog: local clusters and servers, not the data source."""
