@@ -1,4 +1,5 @@
 # Two commands for a newcomer: `make demo` and `make test`. Both build .venv when it is missing.
+# `make cluster-demo` runs the demo's kind of queries on a Spark standalone cluster on this machine.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -9,7 +10,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SEGMENTLOG_SHARED := $(abspath $(SHARED))
 
-.PHONY: demo test test-fast bench clean venv
+.PHONY: demo cluster-demo test test-fast bench clean venv
 
 venv: $(STAMP)
 
@@ -23,6 +24,9 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(PY) -m segmentlog_source.demo
+
+cluster-demo: $(STAMP)
+	$(PY) -m segmentlog_source.devtools.cluster_demo
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadgroup -q
