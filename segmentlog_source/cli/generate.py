@@ -106,8 +106,7 @@ def generate_log(path: str, progress: bool = False, **options) -> GeneratedLog:
     opts = GenerateOptions(**options)
     opts.check()
     fs, path = filesystem_for(path)
-    if not fs.writable:
-        fs.refuse_writes(path)
+    fs.ensure_writable(path)
     check_writable(path, fs)
     config = LogConfig(segment_bytes=opts.segment_bytes, fsync="none")
     fs.makedirs(path)
@@ -349,16 +348,14 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    fs, path = filesystem_for(args.path, getattr(args, "store_config", None))
-    if not fs.writable:
-        fs.refuse_writes(path)
-    generated = generate_log(
+    generated = generate_log(   # refuses a store URI before writing anything
         args.path, progress=args.progress, topics=[t for t in args.topics.split(",") if t],
         partitions=args.partitions, records=args.records, codec=args.codec,
         key_size=args.key_size, value_size=args.value_size, headers=args.headers,
         start_timestamp=args.start_timestamp, timestamp_step_ms=args.timestamp_step_ms,
         timestamp_jitter_ms=args.timestamp_jitter_ms, segment_bytes=args.segment_bytes,
         records_per_batch=args.records_per_batch, transactions=args.transactions, seed=args.seed)
+    fs, path = filesystem_for(args.path)   # local: generate_log wrote there
     for name, count in generated.records.items():
         print(f"{fs.join(path, name)}: {count} records, log end offset "
               f"{generated.log_end_offsets[name]}")

@@ -56,8 +56,7 @@ def reindex_partition(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_IN
     """
     if fs is None:
         fs, path = filesystem_for(path)
-    if not fs.writable:
-        fs.refuse_writes(path)
+    fs.ensure_writable(path)
     log = PartitionLog.open(path, fs)
     config = LogConfig(index_interval_bytes=index_interval_bytes)
     lock = fs.lock(fs.join(path, PARTITION_LOCK), f"partition {log.name} ({path})")
@@ -157,8 +156,7 @@ def run(args) -> int:
     config = getattr(args, "store_config", None)
     for given in args.paths:  # every path is checked before any partition is touched
         fs, path = filesystem_for(given, config)
-        if not fs.writable:
-            fs.refuse_writes(path)
+        fs.ensure_writable(path)
     failed = False
     for part in partition_dirs(args.paths, config):
         try:

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from ..errors import BadOptionError
+from ..storage.object_store import DEFAULT_CONFIG, StoreConfig
 from .option_values import bool_option, choice_option, int_option
 from .store_options import parse_store_options
-from ..storage.object_store import DEFAULT_CONFIG, StoreConfig
 
 EARLIEST = -2
 LATEST = -1

@@ -23,7 +23,8 @@ from ..storage.partition_log import PartitionLog
 from .options import ReadOptions
 from .predicates import RowFilter
 from .ranges import check_named_partitions, resolve_range
-from .scan_plan import ScanTask, group_tasks, plan_partition, timestamp_floor_offset
+from .scan_plan import (ScanTask, group_tasks, plan_partition, segment_end_offsets,
+                        timestamp_floor_offset)
 
 
 @dataclass(frozen=True)
@@ -108,14 +109,9 @@ class _PartitionView:
         return self._log.offset_for_timestamp(timestamp_ms)
 
 
-def _touched_index_paths(log: PartitionLog, lo: int, hi: int) -> list[str]:
-    """The index files planning `[lo, hi)` will read: each touched segment's two indexes."""
-    ends = [s.base_offset for s in log.segments[1:]] + [2**63 - 1]
-    wanted = []
-    for seg, end in zip(log.segments, ends):
-        if seg.base_offset < hi and end > lo:
-            wanted += [seg.index_path, seg.time_index_path]   # loaded (and checked) together
-    return wanted
+def _index_paths(segments) -> list[str]:
+    """Both indexes of each segment: a segment loads (and checks) them together."""
+    return [path for s in segments for path in (s.index_path, s.time_index_path)]
 
 
 def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPlan:
@@ -148,9 +144,8 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
                                 stats=stats)
         # What the log end offset needs (and, for timestamp options, ListOffsets, which looks
         # at every segment's time index), fetched in parallel on object stores.
-        ranged = log.segments if opts.starting.by_timestamp() or opts.ending.by_timestamp() \
-            else log.segments[-1:]
-        fs.prefetch([p for s in ranged for p in (s.index_path, s.time_index_path)])
+        by_time = opts.starting.by_timestamp() or opts.ending.by_timestamp()
+        fs.prefetch(_index_paths(log.segments if by_time else log.segments[-1:]))
         view = _PartitionView(log)
         # The end offset first, then the unfinished commits: a commit that starts between the
         # two reads is then capped too (storage/commit_log.py says why the order matters).
@@ -167,7 +162,8 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
             lo = hi if floor is None else max(lo, floor)
         if lo >= hi:
             continue
-        fs.prefetch(_touched_index_paths(log, lo, hi))
+        fs.prefetch(_index_paths(seg for seg, end in zip(log.segments, segment_end_offsets(view))
+                                 if seg.base_offset < hi and end > lo))
         part_tasks = [replace(t, file_size=fs.size(t.path)) for t in plan_partition(view, lo, hi)]
         for seg in view.segments:
             if any(t.path == seg.log_path for t in part_tasks):

@@ -61,7 +61,7 @@ class ScanTask:
     end: int
     offset_lo: int
     offset_hi: int
-    file_size: int = -1   # the whole file's size at planning (-1: not recorded)
+    file_size: int | None = None   # the whole file's size at planning (None: not recorded)
 
     @property
     def nbytes(self) -> int:

@@ -12,15 +12,12 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..errors import BadOptionError
-from ..storage.object_store import DEFAULT_CONFIG, StoreConfig
+from ..storage.object_store import DEFAULT_CONFIG, SETTINGS, StoreConfig
 from .option_values import int_option
 
 PREFIX = "fs."
 POLICY = {"retries": "retries", "retrybackoffms": "retry_backoff_ms",
           "readaheadbytes": "read_ahead_bytes", "parallelism": "parallelism"}
-KNOWN = {"s3.endpoint", "s3.region", "s3.access.key", "s3.secret.key", "s3.session.token",
-         "s3.anonymous", "gs.endpoint", "gs.anonymous", "gs.project", "abfs.account.name",
-         "abfs.account.key", "abfs.sas.token", "abfs.endpoint", "hdfs.user"}
 
 
 def parse_store_options(options: Mapping[str, str]) -> StoreConfig:
@@ -35,11 +32,11 @@ def parse_store_options(options: Mapping[str, str]) -> StoreConfig:
         if short in POLICY:
             policy[POLICY[short]] = int_option(opts, name, None,
                                                minimum=0 if short == "retries" else 1)
-        elif short in KNOWN:
+        elif short in SETTINGS:
             settings.append((short, str(value)))
         else:
             raise BadOptionError(name, "*****", "unknown store option; known: " + ", ".join(
-                sorted(PREFIX + k for k in KNOWN | set(POLICY))))
+                sorted(PREFIX + k for k in set(SETTINGS) | set(POLICY))))
     if not settings and not policy:
         return DEFAULT_CONFIG
     return StoreConfig(tuple(settings), **policy)

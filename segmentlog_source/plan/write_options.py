@@ -15,7 +15,9 @@ from typing import Mapping
 from ..errors import BadOptionError
 from ..format.batch import CODEC_IDS, CODEC_NAMES
 from ..storage.log_config import LogConfig
+from ..storage.object_store import DEFAULT_CONFIG, StoreConfig
 from .option_values import choice_option, int_option
+from .store_options import parse_store_options
 
 TIMESTAMP_TYPES = {"createtime": "CreateTime", "logappendtime": "LogAppendTime"}
 # fsync policy -> LogConfig.fsync: "commit" syncs the appended segments before the commit is
@@ -49,6 +51,7 @@ class WriteOptions:
     log_config: LogConfig
     lock_timeout_ms: int
     staging_retention_ms: int
+    store: StoreConfig = DEFAULT_CONFIG   # the fs.* options: a store URI is refused with them
 
     @property
     def partitions_for_new_topic(self) -> int:
@@ -96,6 +99,7 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
         lock_timeout_ms=int_option(opts, "lockTimeoutMs", DEFAULT_LOCK_TIMEOUT_MS, minimum=0),
         staging_retention_ms=int_option(opts, "stagingRetentionMs",
                                            DEFAULT_STAGING_RETENTION_MS),
+        store=parse_store_options(opts),
     )
 
 

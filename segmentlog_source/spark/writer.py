@@ -27,7 +27,6 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from ..errors import BadOptionError
 from ..format.arrow import columns_from_arrow
 from ..format.records import encode_batches
-from ..plan.store_options import parse_store_options
 from ..plan.write_options import WriteOptions, parse_write_options
 from ..storage import committer
 from ..storage.data_dir import check_writable, topic_partition_counts
@@ -78,9 +77,8 @@ def plan_write(options, schema, overwrite: bool, *, refused: tuple[str, str]) ->
         raise BadOptionError(*refused, "a Kafka log is append-only: use append (rows are added "
                              "after the existing ones)")
     opts = parse_write_options(options)
-    fs, log_dir = filesystem_for(opts.path, parse_store_options(options))
-    if not fs.writable:   # before any task runs, so nothing is written anywhere
-        fs.refuse_writes(opts.path)
+    fs, log_dir = filesystem_for(opts.path, opts.store)
+    fs.ensure_writable(opts.path)   # before any task runs, so nothing is written anywhere
     check_writable(log_dir)
     layout = input_layout(schema, opts.topic)
     counts = topic_partition_counts(log_dir)

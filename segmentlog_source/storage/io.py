@@ -151,7 +151,6 @@ class LocalFileSystem:
     """Local files. Paths are plain strings; `join` builds them."""
 
     scheme = "file"
-    writable = True
     immutable_objects = False   # a file may legitimately grow while a writer appends
     read_ahead_bytes = 2 * 1024 * 1024   # bytes per read of a segment scan (measured, bench/)
 
@@ -230,6 +229,9 @@ class LocalFileSystem:
         return np.frombuffer(mapped, dtype=dtype, count=count)
 
     # -- writes --------------------------------------------------------------------------
+    def ensure_writable(self, path: str) -> None:
+        """Object stores refuse writes here, before anything is written; local files take them."""
+
     def makedirs(self, path: str) -> None:
         os.makedirs(path, exist_ok=True)
 

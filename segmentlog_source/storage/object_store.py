@@ -43,10 +43,12 @@ log = logging.getLogger("segmentlog")
 STORE_OF_SCHEME = {"s3": "s3", "s3a": "s3", "s3n": "s3", "gs": "gs", "gcs": "gs",
                    "abfs": "abfs", "abfss": "abfs", "hdfs": "hdfs", "viewfs": "hdfs"}
 
-# Option names (after `fs.`) whose values are never shown.
-_PUBLIC_SETTINGS = {"s3.endpoint", "s3.region", "s3.anonymous", "gs.endpoint", "gs.anonymous",
-                    "gs.project", "abfs.account.name", "abfs.endpoint", "hdfs.user",
-                    "retries", "retrybackoffms", "readaheadbytes", "parallelism"}
+# The store settings (options `fs.<name>`), each with whether its value is a secret.
+SETTINGS = {"s3.endpoint": False, "s3.region": False, "s3.anonymous": False,
+            "s3.access.key": True, "s3.secret.key": True, "s3.session.token": True,
+            "gs.endpoint": False, "gs.project": False, "gs.anonymous": False,
+            "abfs.account.name": False, "abfs.endpoint": False, "abfs.account.key": True,
+            "abfs.sas.token": True, "hdfs.user": False}
 
 T = TypeVar("T")
 
@@ -66,17 +68,12 @@ class StoreConfig:
         return dict(self.settings).get(name, default)
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"fs.{k}={v if k in _PUBLIC_SETTINGS else '*****'}"
+        shown = ", ".join(f"fs.{k}={'*****' if SETTINGS.get(k, True) else v}"
                           for k, v in self.settings)
         return f"StoreConfig({shown})"
 
 
 DEFAULT_CONFIG = StoreConfig()
-
-
-def is_remote(path: str) -> bool:
-    scheme = urlsplit(path).scheme.lower()
-    return bool(scheme) and scheme != "file"
 
 
 # -- building pyarrow file systems ------------------------------------------------------------
@@ -205,18 +202,21 @@ class _Tree:
     root: str
     sizes: dict[str, int] = field(default_factory=dict)
     children: dict[str, set[str]] = field(default_factory=dict)
-    data: dict[str, bytes] = field(default_factory=dict)   # small files read by `prefetch`
-    ranges: dict[str, list[tuple[int, bytes]]] = field(default_factory=dict)  # probes read
+    ranges: dict[str, list[tuple[int, bytes]]] = field(default_factory=dict)  # bytes read
     handles: dict[str, object] = field(default_factory=dict)   # objects opened (one HEAD each)
 
     def covers(self, path: str) -> bool:
         return path == self.root or path.startswith(self.root + "/")
 
+    def has_read(self, path: str) -> bool:
+        """Whether the whole file is in `ranges` already."""
+        return any(start == 0 and len(data) == self.sizes[path]
+                   for start, data in self.ranges.get(path, ()))
+
 
 class ObjectStoreFileSystem:
     """A store reached through pyarrow.fs, addressed by URIs. Read-only (see module doc)."""
 
-    writable = False
     immutable_objects = True   # an object never grows: a changed size means it was replaced
 
     def __init__(self, store: str, arrow_fs: pafs.FileSystem, config: StoreConfig,
@@ -303,20 +303,24 @@ class ObjectStoreFileSystem:
     def exists(self, path: str) -> bool:
         return self.is_file(path) or self.is_dir(path)
 
+    def _listed(self, path: str) -> bool:
+        """Whether the listing snapshot answers for `path` (no request needed)."""
+        return self._tree is not None and self._tree.covers(path)
+
     def is_dir(self, path: str) -> bool:
         path = path.rstrip("/")
-        if self._tree is not None and self._tree.covers(path):
+        if self._listed(path):
             return path in self._tree.children
         return self._info(path).type == pafs.FileType.Directory
 
     def is_file(self, path: str) -> bool:
-        if self._tree is not None and self._tree.covers(path):
+        if self._listed(path):
             return path in self._tree.sizes
         return self._info(path).type == pafs.FileType.File
 
     def list_dir(self, path: str) -> list[str]:
         path = path.rstrip("/")
-        if self._tree is not None and self._tree.covers(path):
+        if self._listed(path):
             return sorted(self._tree.children.get(path, ()))
         infos = self.request("listing", path, lambda: self.arrow_fs.get_file_info(
             pafs.FileSelector(native_path(path), allow_not_found=True)))
@@ -338,19 +342,15 @@ class ObjectStoreFileSystem:
     # -- reads ---------------------------------------------------------------------------------
     def open_read(self, path: str, stats: IOStats | None = None) -> "ObjectFile":
         if self._tree is not None and path in self._tree.sizes:
-            # A planner hops headers near the same index entries more than once (the start and
-            # the end of a range, the log end): within one listing snapshot, read bytes once.
+            # A planner reads indexes it prefetched and hops headers near the same index entries
+            # more than once (a range's start and end, the log end): within one listing
+            # snapshot, bytes are read once.
             return ObjectFile(self, path, stats, self._tree.sizes[path],
                               self._tree.ranges.setdefault(path, []), self._tree.handles)
         return ObjectFile(self, path, stats)
 
     def read_all(self, path: str, stats: IOStats | None = None) -> bytes:
-        if self._tree is not None and path in self._tree.data:
-            data = self._tree.data[path]
-            if stats is not None:   # counted where it was fetched (prefetch), once per use here
-                stats.add(len(data))
-            return data
-        with self.open_read(path, stats) as f:
+        with self.open_read(path, stats) as f:   # free if `prefetch` read it
             return f.read_at(0, f.size())
 
     def read_range(self, path: str, start: int, length: int,
@@ -371,22 +371,24 @@ class ObjectStoreFileSystem:
         if self._tree is None:
             return
         wanted = [p for p in dict.fromkeys(paths)
-                  if p in self._tree.sizes and p not in self._tree.data]
+                  if p in self._tree.sizes and not self._tree.has_read(p)]
         if not wanted:
             return
-        scratch = IOStats()
 
-        def fetch(path: str) -> tuple[str, bytes]:
-            with self.open_read(path, scratch) as f:
-                return path, f.read_at(0, f.size())
+        def fetch(path: str) -> IOStats:   # the file lands in the snapshot's byte cache
+            stats = IOStats()               # one per thread: IOStats is not thread-safe
+            with self.open_read(path, stats) as f:
+                f.read_at(0, f.size())
+            return stats
 
         with ThreadPoolExecutor(max_workers=min(self.config.parallelism, len(wanted))) as pool:
-            self._tree.data.update(pool.map(fetch, wanted))
-        self.stats.bytes_read += scratch.bytes_read
-        self.stats.read_requests += scratch.read_requests
+            for stats in pool.map(fetch, wanted):
+                self.stats.bytes_read += stats.bytes_read
+                self.stats.read_requests += stats.read_requests
 
     # -- writes: refused -------------------------------------------------------------------------
-    def refuse_writes(self, path: str) -> None:
+    def ensure_writable(self, path: str) -> None:
+        """Refuse, before anything is written: every writer calls this first."""
         raise ReadOnlyStoreError(
             f"cannot write to {path}: segmentlog writes only to local or mounted file systems. "
             f"Its exactly-once commit appends to segments, truncates torn tails and renames "
@@ -394,7 +396,7 @@ class ObjectStoreFileSystem:
             f"NFS/FUSE-mounted) directory and copy the closed segments to the store afterwards")
 
     def _refuse(self, path: str, *_args, **_kwargs):
-        self.refuse_writes(path)
+        self.ensure_writable(path)
 
     makedirs = open_append = write_atomic = rename = remove = remove_tree = _refuse
     remove_empty_dir = truncate = fsync_dir = lock = _refuse

@@ -49,8 +49,7 @@ class EntryScan:
         self.chunk_bytes = max(chunk_bytes, V2_HEADER_SIZE)
         self.verify_crc, self.allow_torn_tail, self.bodies = verify_crc, allow_torn_tail, bodies
         self.max_batch_bytes, self.stats = max_batch_bytes, stats
-        self.expected_size = expected_size if expected_size is not None and expected_size >= 0 \
-            else None
+        self.expected_size = expected_size   # None: the file may have grown since planning
         self.torn_tail: TornTail | None = None
         self.position = start  # where the scan stands: after the last entry it yielded
 
