@@ -2,8 +2,8 @@
 
 Here is the local file system; object stores and HDFS (through `pyarrow.fs`) are a second
 implementation of the same small interface (object_store.py), so no other module calls `open()`
-or `os.*` on data files. Reads are positional (`read_at`) so a scan never depends on a file cursor, and
-the planner and executors can count the bytes and requests they cost (`IOStats`).
+or `os.*` on data files. Reads are positional (`read_at`) so a scan never depends on a file
+cursor, and the planner and executors can count the bytes and requests they cost (`IOStats`).
 """
 
 from __future__ import annotations

@@ -498,8 +498,9 @@ def object_store_for(uri: str, config: StoreConfig = DEFAULT_CONFIG) -> ObjectSt
     parts = urlsplit(uri)
     store = STORE_OF_SCHEME.get(parts.scheme.lower())
     if store is None:
+        known = ", ".join(s + "://" for s in STORE_OF_SCHEME)
         raise BadOptionError("path", uri, f"unknown scheme {parts.scheme!r}: segmentlog reads "
-                             f"local paths, file://, {', '.join(s + '://' for s in STORE_OF_SCHEME)}")
+                             f"local paths, file://, {known}")
     if not parts.netloc and store != "hdfs":
         raise BadOptionError("path", uri, f"no bucket or container in the URI (expected "
                              f"{parts.scheme}://bucket/prefix)")
@@ -509,6 +510,6 @@ def object_store_for(uri: str, config: StoreConfig = DEFAULT_CONFIG) -> ObjectSt
     with _instances_lock:
         fs = _instances.get(key)
         if fs is None:
-            fs = _instances[key] = ObjectStoreFileSystem(store, _BUILDERS[store](config, parts.netloc),
-                                                         config)
+            arrow_fs = _BUILDERS[store](config, parts.netloc)
+            fs = _instances[key] = ObjectStoreFileSystem(store, arrow_fs, config)
     return fs
