@@ -20,23 +20,24 @@ the work for ~0.25 s (see `paired`); the ratio of the best runs is printed too.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 import os
 import random
 import statistics
 import struct
 import sys
 import time
-from contextlib import contextmanager
 
 import cramjam
-import numpy as np
-import pyarrow as pa
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
+import numpy as np
+import pyarrow as pa
 
 from segmentlog_source.format.arrow import columns_from_arrow, to_arrow
 from segmentlog_source.format.batch import CODEC_NAMES, V2_HEADER_SIZE, iter_headers
-from segmentlog_source.format.records import ColumnarDecoder, encode_batches
+from segmentlog_source.format.record_decoder import ColumnarDecoder
+from segmentlog_source.format.record_encoder import encode_batches
 
 BATCH_BYTES = 16 * 1024
 CHUNK_BYTES = 1024 * 1024

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 from .common import DATA, MB, REPO, case, dataset
 
@@ -38,7 +38,8 @@ def _load_encoder():
     """Encode two records, so that numba's compiled encoder counts in the baseline."""
     import numpy as np
 
-    from segmentlog_source.format.records import RecordColumns, encode_batches
+    from segmentlog_source.format.record_encoder import encode_batches
+    from segmentlog_source.format.records import RecordColumns
 
     encode_batches(RecordColumns(timestamps=np.zeros(2, np.int64)))
 
@@ -48,8 +49,8 @@ def scan_segment(path: str, baseline: bool) -> dict:
     from segmentlog_source.plan.read_plan import ReadGroup
     from segmentlog_source.plan.scan_plan import ScanTask
     from segmentlog_source.spark.reader import GroupScan, ScanSettings
-    from segmentlog_source.storage.io import LOCAL
-    from segmentlog_source.storage.segment import EntryScan
+    from segmentlog_source.storage.io.local import LOCAL
+    from segmentlog_source.storage.log.log_segment import EntryScan
 
     settings = ScanSettings(RowFilter(), False, True, True, False, True)
     first, _ = next(iter(EntryScan(LOCAL, path, bodies=False)))
@@ -73,9 +74,9 @@ def _columns(n: int, first: int):
 
 
 def append(out: str, baseline: bool) -> dict:
-    from segmentlog_source.format.records import encode_batches
-    from segmentlog_source.storage.log_config import LogConfig
-    from segmentlog_source.storage.partition_log import PartitionLog
+    from segmentlog_source.format.record_encoder import encode_batches
+    from segmentlog_source.storage.log.log_config import LogConfig
+    from segmentlog_source.storage.log.partition_log import PartitionLog
 
     block = encode_batches(_columns(BLOCK_BYTES // 116, 0), max_records=100).data
     written = 0

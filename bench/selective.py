@@ -86,7 +86,7 @@ def executor_bytes(path: Path, options: dict, offset: int | None) -> dict:
 
 def range_bytes(path: Path, lo: int, hi: int) -> dict:
     """Bytes of the batches holding offsets [lo, hi), the segments they are in, the biggest."""
-    from segmentlog_source.storage.partition_log import PartitionLog
+    from segmentlog_source.storage.log.partition_log import PartitionLog
 
     log = PartitionLog.open(str(path / "events-0"))
     total, segments, biggest = 0, set(), 0

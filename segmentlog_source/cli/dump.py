@@ -44,20 +44,17 @@ The stderr report is Kafka's text in both modes.
 
 from __future__ import annotations
 
-import json
 import sys
-from dataclasses import dataclass, field
 from typing import TextIO
 
 from ..errors import BadOptionError, LogNotFoundError
 from ..format.batch import INT32_MAX
-from ..storage.io import filesystem_for
-from ..storage.log_files import offset_from_file_name
+from ..storage.io.filesystem import filesystem_for
+from .dump_context import DEFAULT_MAX_MESSAGE_SIZE, Dumper, DumpOptions, DumpProblems
 from .dump_indexes import dump_offset_index, dump_snapshot, dump_time_index, dump_txn_index
 from .dump_log import dump_log, java_file
 
 HELP = "print segment files as Kafka's kafka-dump-log.sh does"
-DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 
 # Text files of a partition or data directory that have no suffix, so Kafka cannot dispatch them.
 KNOWN_PLAIN_FILES = {
@@ -73,112 +70,31 @@ HANDLERS = {".log": dump_log, ".checkpoint": dump_log, ".index": dump_offset_ind
             ".timeindex": dump_time_index, ".txnindex": dump_txn_index, ".snapshot": dump_snapshot}
 
 
-@dataclass(frozen=True)
-class DumpOptions:
-    deep_iteration: bool = False
-    print_data_log: bool = False
-    verify_index_only: bool = False
-    index_sanity_check: bool = False
-    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
-    max_bytes: int = INT32_MAX
-    skip_record_metadata: bool = False
-    json: bool = False
-
-    @property
-    def deep(self) -> bool:
-        # Kafka: --print-data-log implies --deep-iteration.
-        return self.deep_iteration or self.print_data_log
-
-
-@dataclass
-class DumpProblems:
-    """What Kafka prints on stderr after all files, keyed by the file's absolute path."""
-
-    index_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    time_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    time_out_of_order: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    time_not_found: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    non_consecutive: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-
-    @staticmethod
-    def add(group: dict, path: str, pair: tuple[int, int]) -> None:
-        group.setdefault(path, []).append(pair)
-
-    def write(self, err: TextIO) -> None:
-        # Kafka prepends index mismatches and non-consecutive pairs to Scala lists, so each
-        # file's pairs come out last-found first; the time-index groups keep discovery order.
-        for path, pairs in self.index_mismatches.items():
-            err.write(f"Mismatches in :{path}\n")
-            err.writelines(f"  Index offset: {i}, log offset: {o}\n" for i, o in reversed(pairs))
-        for path, pairs in self.time_mismatches.items():
-            err.write(f"Found timestamp mismatch in :{path}\n")
-            err.writelines(f"  Index timestamp: {i}, log timestamp: {t}\n" for i, t in pairs)
-        for path, pairs in self.time_out_of_order.items():
-            err.write(f"Found out of order timestamp in :{path}\n")
-            err.writelines(f"  Index timestamp: {i}, Previously indexed timestamp: {p}\n"
-                           for i, p in pairs)
-        for pairs in self.time_not_found.values():
-            err.write("The following indexed offsets are not found in the log.\n")
-            err.writelines(f"Indexed offset: {i}, found log offset: {o}\n" for i, o in pairs)
-        for path, pairs in self.non_consecutive.items():
-            err.write(f"Non-consecutive offsets in {path}\n")
-            err.writelines(f"  {a} is followed by {b}\n" for a, b in reversed(pairs))
-
-
-class Dumper:
-    """Dumps files one after another, collecting the stderr report for the end."""
-
-    def __init__(self, options: DumpOptions, out: TextIO, err: TextIO, config=None):
-        self.options = options
-        self.config = config  # a StoreConfig for URIs (None: the stores' own defaults)
-        self.out = out
-        self.err = err
-        self.problems = DumpProblems()
-
-    def line(self, text: str) -> None:
-        if not self.options.json:
-            self.out.write(text + "\n")
-
-    def obj(self, kind: str, **fields) -> None:
-        if self.options.json:
-            self.out.write(json.dumps({"kind": kind, **fields}, ensure_ascii=False) + "\n")
-
-    def base_offset_of(self, fs, shown: str) -> int:
-        """The segment base offset a file name starts with (Kafka: name.split('.')(0).toLong)."""
-        name = fs.basename(shown)
-        offset = offset_from_file_name(name)
-        if offset is None:
-            raise BadOptionError("--files", shown, "a segment file name must start with the "
-                                 "segment's base offset, e.g. 00000000000000000000.log")
-        return offset
-
-    def dump_file(self, arg: str) -> None:
-        fs, path = filesystem_for(arg, self.config)
-        # A URI is shown as it names the object (Java's File would mangle its "//").
-        shown = path if "://" in path else java_file(path)
-        self.line(f"Dumping {shown}")
-        name = fs.basename(shown)
-        if fs.is_dir(path):
-            self.err.write(f"Ignoring {shown}: it is a directory (pass the files in it)\n")
-            return
-        if "." not in name:
-            what = KNOWN_PLAIN_FILES.get(name)
-            if what is None and name.endswith("-offset-checkpoint"):
-                what = "an offset checkpoint (text)"
-            what = what or f"its name has no suffix, so its kind is unknown (expected {SUFFIXES})"
-            self.err.write(f"Ignoring {shown}: {what}\n")
-            return
-        handler = HANDLERS.get(name[name.rindex("."):])
-        if handler is None:
-            self.err.write(f"Ignoring unknown file {shown}\n")
-            return
-        if not fs.exists(path):
-            what = "object (or bucket)" if "://" in path else "file"
-            raise LogNotFoundError(f"no such {what}: {shown}")
-        handler(self, fs, path, shown)
-
-    def finish(self) -> None:
-        self.problems.write(self.err)
+def dump_file(d: Dumper, arg: str) -> None:
+    """Dump one file (or URI), chosen by its suffix as Kafka's DumpLogSegments does."""
+    fs, path = filesystem_for(arg, d.config)
+    # A URI is shown as it names the object (Java's File would mangle its "//").
+    shown = path if "://" in path else java_file(path)
+    d.line(f"Dumping {shown}")
+    name = fs.basename(shown)
+    if fs.is_dir(path):
+        d.err.write(f"Ignoring {shown}: it is a directory (pass the files in it)\n")
+        return
+    if "." not in name:
+        what = KNOWN_PLAIN_FILES.get(name)
+        if what is None and name.endswith("-offset-checkpoint"):
+            what = "an offset checkpoint (text)"
+        what = what or f"its name has no suffix, so its kind is unknown (expected {SUFFIXES})"
+        d.err.write(f"Ignoring {shown}: {what}\n")
+        return
+    handler = HANDLERS.get(name[name.rindex("."):])
+    if handler is None:
+        d.err.write(f"Ignoring unknown file {shown}\n")
+        return
+    if not fs.exists(path):
+        what = "object (or bucket)" if "://" in path else "file"
+        raise LogNotFoundError(f"no such {what}: {shown}")
+    handler(d, fs, path, shown)
 
 
 def dump_files(files: list[str], options: DumpOptions = DumpOptions(), out: TextIO | None = None,
@@ -188,7 +104,7 @@ def dump_files(files: list[str], options: DumpOptions = DumpOptions(), out: Text
     dumper = Dumper(options, out or sys.stdout, err or sys.stderr, config)
     try:
         for arg in files:
-            dumper.dump_file(arg)
+            dump_file(dumper, arg)
     finally:
         (out or sys.stdout).flush()
         dumper.finish()

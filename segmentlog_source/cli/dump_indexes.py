@@ -8,20 +8,17 @@ disagrees goes to the stderr report that dump.py prints at the end.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..errors import BadOptionError, CorruptDataError
 from ..format.batch import INT32_MAX, LOG_OVERHEAD, V2_HEADER_SIZE, BatchHeader, parse_header
-from ..format.records import decode_batch
-from ..storage.index import OFFSET_ENTRY, TIME_ENTRY, OffsetIndex, TimeIndex
+from ..format.record_decoder import decode_batch
+from ..storage.log.log_segment import EntryScan
+from ..storage.log.offset_index import OFFSET_ENTRY, OffsetIndex
+from ..storage.log.time_index import TIME_ENTRY, TimeIndex
 from ..storage.log_files import INDEX_SUFFIX, LOG_SUFFIX, file_name
-from ..storage.producer_state import read_snapshot
-from ..storage.segment import EntryScan
-from ..storage.txn_index import TXN_ENTRY_SIZE, parse_txn_index
+from ..storage.txn.producer_state_manager import read_snapshot
+from ..storage.txn.transaction_index import TXN_ENTRY_SIZE, parse_txn_index
+from .dump_context import Dumper
 from .dump_log import at_batch, java_absolute
-
-if TYPE_CHECKING:
-    from .dump import Dumper
 
 # Only a header is read at an index position, and DumpLogSegments bounds no declared size there.
 ANY_BATCH_SIZE = INT32_MAX + LOG_OVERHEAD

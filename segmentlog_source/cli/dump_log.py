@@ -12,7 +12,6 @@ import json
 import os
 import re
 import struct
-from typing import TYPE_CHECKING
 
 from ..errors import CorruptDataError
 from ..format.batch import (INT32_MAX, LOG_OVERHEAD, MIN_LEGACY_MESSAGE_SIZE, TIMESTAMP_TYPE_NAMES,
@@ -21,11 +20,9 @@ from ..format.codecs import decompress
 from ..format.control import (ABORT, COMMIT, CONTROL_TYPE_NAMES, KRAFT_VERSION, KRAFT_VOTERS,
                               SNAPSHOT_FOOTER, SNAPSHOT_HEADER, parse_control_key,
                               parse_end_txn_marker)
-from ..format.records import decode_batch
-from ..storage.segment import EntryScan
-
-if TYPE_CHECKING:
-    from .dump import Dumper
+from ..format.record_decoder import decode_batch
+from ..storage.log.log_segment import EntryScan
+from .dump_context import Dumper
 
 KRAFT_SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 KRAFT_BOOTSTRAP_NAME = "bootstrap.checkpoint"

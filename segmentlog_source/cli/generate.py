@@ -1,6 +1,6 @@
 """`segmentlog generate`: write a synthetic multi-topic Kafka data directory, deterministically.
 
-Records are made as columns (numpy) and encoded by format/records.py's columnar encoder; batches
+Records are made as columns (numpy) and encoded by format/record_encoder.py's columnar encoder; batches
 go through `PartitionLog.append`, so segments, rolls, indexes, producer snapshots and checkpoints
 are exactly what a leader broker writes. Equal arguments (seed included) give equal bytes.
 
@@ -18,11 +18,11 @@ anything is written (generate locally, then upload).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 import hashlib
 import re
 import sys
 import uuid
-from dataclasses import dataclass, field
 
 import numpy as np
 from tqdm import tqdm
@@ -32,12 +32,12 @@ from ..format.arrow import binary_array
 from ..format.batch import CODEC_IDS
 from ..format.control import ABORT, COMMIT, end_txn_marker
 from ..format.partitioner import partitions_for_keys
-from ..format.records import (BinaryColumn, HeaderColumns, Record, RecordColumns, encode_batch,
-                              encode_batches)
-from ..storage.data_dir import check_writable, partition_dir, topic_id_of
-from ..storage.io import filesystem_for
-from ..storage.log_config import LogConfig
-from ..storage.partition_log import PartitionLog
+from ..format.record_encoder import encode_batch, encode_batches
+from ..format.records import BinaryColumn, HeaderColumns, Record, RecordColumns
+from ..storage.io.filesystem import filesystem_for
+from ..storage.log.data_dir import check_writable, partition_dir, topic_id_of
+from ..storage.log.log_config import LogConfig
+from ..storage.log.partition_log import PartitionLog
 
 HELP = "write a synthetic Kafka log directory (deterministic for a seed)"
 DEFAULT_START_TIMESTAMP = 1_700_000_000_000  # 2023-11-14T22:13:20Z, as the fixtures use

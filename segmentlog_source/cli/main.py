@@ -15,10 +15,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..cli import dump, generate, reindex, verify
 from ..errors import BadOptionError, SegmentLogError
 from ..plan.store_options import PREFIX, parse_store_options
-from ..storage.object_store import StoreConfig
-from . import dump, generate, reindex, verify
+from ..storage.io.store_config import StoreConfig
 
 COMMANDS = {"dump": dump, "verify": verify, "reindex": reindex, "generate": generate}
 EXIT_BAD_INPUT = 2

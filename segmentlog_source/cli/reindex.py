@@ -1,5 +1,5 @@
 """`segmentlog reindex`: rebuild each segment's `.index`, `.timeindex` and `.txnindex` from its
-`.log`, with the broker's recovery algorithm (LogSegment.recover, spec §4.5, storage/recovery.py).
+`.log`, with the broker's recovery algorithm (LogSegment.recover, spec §4.5, storage/log/log_loader.py).
 
 Files are replaced atomically (written to a temporary file, then renamed), under the partition's
 writer lock. The broker's recovery would also truncate a `.log` at its first invalid byte and
@@ -12,21 +12,24 @@ read or written (reindex a local copy, then upload the indexes).
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
+import sys
 
 from ..errors import BadOptionError, CorruptDataError
-from ..storage.checkpoints import LeaderEpochCache
-from ..storage.index import (DEFAULT_INDEX_INTERVAL_BYTES, OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE,
-                             rebuild_indexes)
-from ..storage.io import filesystem_for
-from ..storage.log_config import LogConfig
+from ..storage.io.filesystem import filesystem_for
+from ..storage.log.abstract_index import DEFAULT_INDEX_INTERVAL_BYTES
+from ..storage.log.checkpoints import LeaderEpochCache
+from ..storage.log.log_config import LogConfig
+from ..storage.log.log_loader import recover_segment
+from ..storage.log.log_segment import LogSegment, relative_offset_fits
+from ..storage.log.offset_index import OFFSET_ENTRY_SIZE
+from ..storage.log.partition_log import PartitionLog
+from ..storage.log.segment_indexer import rebuild_indexes
+from ..storage.log.time_index import TIME_ENTRY_SIZE
 from ..storage.log_files import LEADER_EPOCH_CHECKPOINT, PARTITION_LOCK
-from ..storage.partition_log import PartitionLog
-from ..storage.producer_state import ProducerState, read_snapshot, snapshot_offsets, snapshot_path
-from ..storage.recovery import recover_segment
-from ..storage.segment import Segment, relative_offset_fits
-from ..storage.txn_index import TXN_ENTRY_SIZE
+from ..storage.txn.producer_state_manager import (ProducerStateManager, read_snapshot,
+                                                  snapshot_offsets, snapshot_path)
+from ..storage.txn.transaction_index import TXN_ENTRY_SIZE
 from .verify import partition_dirs
 
 HELP = "rebuild the .index, .timeindex and .txnindex of every segment from its .log"
@@ -86,7 +89,7 @@ def reindex_partition(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_IN
     return rebuilt
 
 
-def _index_paths(segment: Segment) -> tuple[str, str, str]:
+def _index_paths(segment: LogSegment) -> tuple[str, str, str]:
     return segment.index_path, segment.time_index_path, segment.txn_index_path
 
 
@@ -94,22 +97,22 @@ def _read(fs, path: str) -> bytes | None:
     return fs.read_all(path) if fs.exists(path) else None
 
 
-def _producer_state_at(log: PartitionLog) -> ProducerState:
+def _producer_state_at(log: PartitionLog) -> ProducerStateManager:
     """Producer state at the first segment: its snapshot if there is one (open transactions
     started before it matter for the `.txnindex`), else empty."""
     if not log.segments:
-        return ProducerState()
+        return ProducerStateManager()
     base = log.segments[0].base_offset
     if base in snapshot_offsets(log.directory, log.fs):
         try:
-            return ProducerState(read_snapshot(snapshot_path(log.directory, base, log.fs), log.fs),
+            return ProducerStateManager(read_snapshot(snapshot_path(log.directory, base, log.fs), log.fs),
                                  base)
         except CorruptDataError:
             pass  # the broker also ignores an unreadable snapshot and starts from nothing
-    return ProducerState(map_end_offset=base)
+    return ProducerStateManager(map_end_offset=base)
 
 
-def _check_recoverable(segment: Segment, config: LogConfig) -> None:
+def _check_recoverable(segment: LogSegment, config: LogConfig) -> None:
     """Raise where the broker's recovery would cut this `.log`: an invalid batch, a torn tail, or
     offsets its indexes cannot take."""
     scan = segment.iter_entries(verify_crc=True, allow_torn_tail=True)

@@ -18,8 +18,8 @@ once, then read with ranged reads; nothing is written, and problems name the obj
 
 from __future__ import annotations
 
-import bisect
 from array import array
+import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,15 +27,18 @@ import numpy as np
 from ..errors import CorruptDataError
 from ..format.batch import INT32_MAX, BatchHeader
 from ..format.control import ABORT, parse_control_record
-from ..format.records import ColumnarDecoder, decode_batch
-from ..storage.checkpoints import read_leader_epoch_checkpoint
-from ..storage.index import DEFAULT_INDEX_INTERVAL_BYTES, OffsetIndex, TimeIndex, rebuild_indexes
-from ..storage.log_directory import PartitionDir, find_partitions
+from ..format.record_decoder import ColumnarDecoder, decode_batch
+from ..storage.log.abstract_index import DEFAULT_INDEX_INTERVAL_BYTES
+from ..storage.log.checkpoints import read_leader_epoch_checkpoint
+from ..storage.log.log_directory import PartitionDir, find_partitions
+from ..storage.log.log_segment import LogSegment
+from ..storage.log.offset_index import OffsetIndex
+from ..storage.log.partition_log import PartitionLog
+from ..storage.log.segment_indexer import rebuild_indexes
+from ..storage.log.time_index import TimeIndex
 from ..storage.log_files import INDEX_SUFFIXES, LEADER_EPOCH_CHECKPOINT, kind_of
-from ..storage.partition_log import PartitionLog
-from ..storage.producer_state import read_snapshot, snapshot_offsets, snapshot_path
-from ..storage.segment import Segment
-from ..storage.txn_index import TXN_ENTRY_SIZE
+from ..storage.txn.producer_state_manager import read_snapshot, snapshot_offsets, snapshot_path
+from ..storage.txn.transaction_index import TXN_ENTRY_SIZE
 
 HELP = "check every segment and index of partition directories; exit 1 on any error"
 MAX_REPORTS_PER_KIND = 5  # per file: a broken index can disagree with the log a million times
@@ -205,7 +208,7 @@ class _LogChecker:
         self.previous_last_offset: int | None = None
         self.decoder = ColumnarDecoder(verify_crc=False, fields=())
 
-    def check_segment(self, segment: Segment) -> _SegmentBatches:
+    def check_segment(self, segment: LogSegment) -> _SegmentBatches:
         batches = _SegmentBatches()
         self.report.size += segment.size
         scan = segment.iter_entries(allow_torn_tail=True)
@@ -222,7 +225,7 @@ class _LogChecker:
                                 "write, or garbage; broker recovery truncates them)")
         return batches
 
-    def _check_batch(self, segment: Segment, header: BatchHeader, entry, batches) -> None:
+    def _check_batch(self, segment: LogSegment, header: BatchHeader, entry, batches) -> None:
         path, where = segment.log_path, header.position
         self.report.batches += 1
         if not 0 <= header.last_offset - segment.base_offset <= INT32_MAX:
@@ -278,7 +281,7 @@ class _LogChecker:
                 max((r.timestamp for r in records), default=-1))
 
 
-def _check_indexes(segment: Segment, batches: _SegmentBatches, closed: bool, snapshots,
+def _check_indexes(segment: LogSegment, batches: _SegmentBatches, closed: bool, snapshots,
                    interval: int, problems: _Reporter) -> None:
     fs = segment.fs
     missing = [p for p in (segment.index_path, segment.time_index_path) if not fs.exists(p)]
@@ -298,7 +301,7 @@ def _check_indexes(segment: Segment, batches: _SegmentBatches, closed: bool, sna
     _check_txn_index(segment, batches, problems)
 
 
-def _open_index(cls, path: str, segment: Segment, closed: bool, problems: _Reporter):
+def _open_index(cls, path: str, segment: LogSegment, closed: bool, problems: _Reporter):
     if not segment.fs.exists(path):
         return None
     try:
@@ -356,7 +359,7 @@ def _check_time_entries(index: TimeIndex, batches: _SegmentBatches, problems: _R
                              f"{batches.record_max_timestamps[j]}", kind="timestamp mismatch")
 
 
-def _compare_with_rebuilt(segment: Segment, offset_index: OffsetIndex, time_index: TimeIndex,
+def _compare_with_rebuilt(segment: LogSegment, offset_index: OffsetIndex, time_index: TimeIndex,
                           snapshots, interval: int, problems: _Reporter) -> None:
     headers = (h for h, _ in segment.iter_headers(allow_torn_tail=True))
     # Producer snapshots inside the segment mark broker restarts, which add entries (§4.5).
@@ -374,7 +377,7 @@ def _compare_with_rebuilt(segment: Segment, offset_index: OffsetIndex, time_inde
                              "cleaner and restarted segments")
 
 
-def _check_txn_index(segment: Segment, batches: _SegmentBatches, problems: _Reporter) -> None:
+def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: _Reporter) -> None:
     fs, path = segment.fs, segment.txn_index_path
     if not fs.exists(path):
         return

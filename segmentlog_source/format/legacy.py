@@ -30,6 +30,7 @@ from ..errors import CorruptDataError
 from .batch import (ATTR_CODEC_MASK, ATTR_TIMESTAMP_TYPE, LEGACY_CRC_START, LOG_OVERHEAD,
                     MIN_LEGACY_MESSAGE_SIZE, BatchHeader, header_at)
 from .codecs import DEFAULT_MAX_DECOMPRESSED, ZSTD, decompress
+from .records import Record
 
 _ENTRY = struct.Struct(">qiIbb")   # offset, messageSize, crc, magic, attributes
 _INT32 = struct.Struct(">i")
@@ -45,8 +46,6 @@ def decode_legacy_entry(entry, header: BatchHeader | None = None, *, verify_crc:
     inner record's for a compressed wrapper (whose header only knows the last one). Records are
     `records.Record` tuples with no headers. Errors are located at `header.position`.
     """
-    from .records import Record  # records.py delegates legacy entries here: import at call time
-
     view = memoryview(entry).cast("B")
     if header is None:
         header = header_at(view, 0)

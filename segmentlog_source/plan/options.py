@@ -11,13 +11,13 @@ bound (earliest for a start, latest for an end).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Mapping
 
 from ..errors import BadOptionError
-from ..storage.object_store import DEFAULT_CONFIG, StoreConfig
+from ..storage.io.store_config import DEFAULT_CONFIG, StoreConfig
 from .option_values import bool_option, choice_option, int_option
 from .store_options import parse_store_options
 

@@ -16,10 +16,10 @@ import numpy as np
 
 from ..errors import LogNotFoundError
 from ..format.batch import V2_HEADER_SIZE
-from ..storage.commit_log import pending_commit_offsets
-from ..storage.io import IOStats
-from ..storage.log_directory import find_partitions
-from ..storage.partition_log import PartitionLog
+from ..storage.commit.commit_log import pending_commit_offsets
+from ..storage.io.stats import IOStats
+from ..storage.log.log_directory import find_partitions
+from ..storage.log.partition_log import PartitionLog
 from .options import ReadOptions
 from .predicates import RowFilter
 from .ranges import check_named_partitions, resolve_range
@@ -148,7 +148,7 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
         fs.prefetch(_index_paths(log.segments if by_time else log.segments[-1:]))
         view = _PartitionView(log)
         # The end offset first, then the unfinished commits: a commit that starts between the
-        # two reads is then capped too (storage/commit_log.py says why the order matters).
+        # two reads is then capped too (storage/commit/commit_log.py says why the order matters).
         pending = pending_commits(fs, fs.dirname(pdir.path)).get((pdir.topic, pdir.partition))
         if pending is not None:
             view.log_end_offset = min(view.log_end_offset, pending)

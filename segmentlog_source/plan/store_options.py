@@ -1,4 +1,4 @@
-"""The `fs.*` options: how to reach an object store or HDFS (storage/object_store.py).
+"""The `fs.*` options: how to reach an object store or HDFS (storage/io/store_config.py).
 
 One documented prefix for every store: `fs.s3.endpoint`, `fs.s3.region`, `fs.s3.access.key`,
 `fs.s3.secret.key`, `fs.s3.session.token`, `fs.s3.anonymous`, `fs.gs.*`, `fs.abfs.*`,
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..errors import BadOptionError
-from ..storage.object_store import DEFAULT_CONFIG, SETTINGS, StoreConfig
+from ..storage.io.store_config import DEFAULT_CONFIG, SETTINGS, StoreConfig
 from .option_values import int_option
 
 PREFIX = "fs."

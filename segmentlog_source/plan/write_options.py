@@ -8,14 +8,14 @@ LogConfig field), so `writer()` fails before a single row is staged.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+import re
 from typing import Mapping
 
 from ..errors import BadOptionError
 from ..format.batch import CODEC_IDS, CODEC_NAMES
-from ..storage.log_config import LogConfig
-from ..storage.object_store import DEFAULT_CONFIG, StoreConfig
+from ..storage.io.store_config import DEFAULT_CONFIG, StoreConfig
+from ..storage.log.log_config import LogConfig
 from .option_values import choice_option, int_option
 from .store_options import parse_store_options
 

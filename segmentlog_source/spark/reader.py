@@ -9,23 +9,24 @@ dropped the way Kafka's consumer drops them.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
+import logging
 from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
 
 from ..errors import CorruptDataError
-from ..format.records import ColumnarDecoder
 from ..format.arrow import to_arrow
+from ..format.record_decoder import ColumnarDecoder
 from ..plan.predicates import RowFilter
 from ..plan.read_plan import AbortedRange, ReadGroup
 from ..plan.scan_plan import ScanTask
-from ..storage.io import IOStats, filesystem_for
-from ..storage.object_store import DEFAULT_CONFIG, StoreConfig
-from ..storage.producer_state import read_end_txn_marker
-from ..storage.segment import EntryScan
+from ..storage.io.filesystem import filesystem_for
+from ..storage.io.stats import IOStats
+from ..storage.io.store_config import DEFAULT_CONFIG, StoreConfig
+from ..storage.log.log_segment import EntryScan
+from ..storage.txn.producer_state_manager import read_end_txn_marker
 from .schema import arrow_schema
 
 log = logging.getLogger("segmentlog")

@@ -5,7 +5,7 @@ adds (pyspark-python-datasource.md §8): Spark may replay a micro-batch after a 
 driver crash, so `write()` output is at-least-once and `commit(batchId)` can run twice, the first
 run having finished fully, partly or not at all. Exactly once comes from the commit: it first
 settles any unfinished commit of the same query (finishing a partial one), then skips a batch
-id at or below the one the query durably recorded (storage/commit_log.py), and records the new
+id at or below the one the query durably recorded (storage/commit/commit_log.py), and records the new
 batch id in the same commit.
 
 The query is identified by Spark's `sql.streaming.queryId` local property, which a restart from
@@ -24,9 +24,9 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamArrowWriter
 
 from ..errors import BadOptionError
-from ..storage import committer
-from ..storage.commit_log import check_query_id
-from ..storage.staging import stream_job_name
+from ..storage.commit import committer
+from ..storage.commit.commit_log import check_query_id
+from ..storage.commit.staging import stream_job_name
 from .writer import StagedOutput, WritePlan, commit_request, plan_write, stage_task
 
 QUERY_ID_PROPERTY = "sql.streaming.queryId"   # StreamExecution.QUERY_ID_KEY

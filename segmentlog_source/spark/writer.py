@@ -1,9 +1,9 @@
 """`df.write.format("segmentlog").mode("append").save(path)`: staged by tasks, published by the
-driver in one commit (storage/committer.py), so a job's rows appear all at once or not at all.
+driver in one commit (storage/commit/committer.py), so a job's rows appear all at once or not at all.
 
     writer()   driver: options and input schema checked, the path checked, topics counted
     write()    each task: Arrow batches -> routed (write_input.py) -> v2 batches (baseOffset 0,
-               the format layer's encoder) -> its own staged files (storage/staging.py)
+               the format layer's encoder) -> its own staged files (storage/commit/staging.py)
     commit()   driver: the staged files named in the messages are appended (offsets assigned
                there), under the partitions' locks, behind a durable manifest
     abort()    driver: the job's staging goes; a half-done commit of it is undone
@@ -14,10 +14,10 @@ message, so they only leave orphans, which go with the job's staging directory a
 
 from __future__ import annotations
 
-import time
-import uuid
 from dataclasses import dataclass
+import time
 from typing import Iterator, Sequence
+import uuid
 
 import numpy as np
 import pyarrow as pa
@@ -26,13 +26,13 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from ..errors import BadOptionError
 from ..format.arrow import columns_from_arrow
-from ..format.records import encode_batches
+from ..format.record_encoder import encode_batches
 from ..plan.write_options import WriteOptions, parse_write_options
-from ..storage import committer
-from ..storage.data_dir import check_writable, topic_partition_counts
-from ..storage.io import filesystem_for
-from ..storage.staging import (StagedFile, StagedFileWriter, batch_job_name, make_job_dir,
-                               task_file_prefix)
+from ..storage.commit import committer
+from ..storage.commit.staging import (StagedFile, StagedFileWriter, batch_job_name, make_job_dir,
+                                      task_file_prefix)
+from ..storage.io.filesystem import filesystem_for
+from ..storage.log.data_dir import check_writable, topic_partition_counts
 from .write_input import InputLayout, Router, input_layout
 
 # Rows are buffered per partition and encoded this many bytes at a time: big enough that the

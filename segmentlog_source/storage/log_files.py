@@ -1,4 +1,4 @@
-"""File names inside a partition directory (Kafka's `LogFileUtils`).
+"""File names inside a data directory and its partition directories (Kafka's `LogFileUtils`).
 
 Segment files are named after their base offset, 20 ASCII digits, zero-padded, plus a suffix
 (`00000000000000012345.log`). Marker suffixes (`.deleted`, `.cleaned`, `.swap`) are appended to
@@ -26,6 +26,9 @@ RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
 # Our writer's per-partition lock. Brokers ignore files with unknown suffixes in a partition dir.
 PARTITION_LOCK = ".segmentlog.lock"
+# Our writer's commit state in a data directory (staged files, manifests; storage/commit/):
+# log discovery skips it.
+STATE_DIR = "_segmentlog"
 
 
 def file_name(offset: int, suffix: str) -> str:

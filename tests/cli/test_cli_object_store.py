@@ -7,10 +7,10 @@ must refuse the URI before sending a single request, and bad URIs are one clear 
 
 from __future__ import annotations
 
-import shutil
-import struct
 from dataclasses import dataclass
 from pathlib import Path
+import shutil
+import struct
 
 import pyarrow.fs as pafs
 import pytest
@@ -18,7 +18,7 @@ import pytest
 from segmentlog_source.cli.generate import generate_log
 from segmentlog_source.cli.main import main
 from segmentlog_source.devtools.s3_server import S3Server
-from segmentlog_source.storage.partition_log import PartitionLog
+from segmentlog_source.storage.log.partition_log import PartitionLog
 from tests.cli.helpers import flip_byte, run_cli
 
 BUCKET = "cli-logs"

@@ -9,8 +9,8 @@ import pytest
 from segmentlog_source.cli.generate import generate_log
 from segmentlog_source.cli.reindex import reindex_partition
 from segmentlog_source.errors import CorruptDataError, LogLockedError
-from segmentlog_source.storage.index import rebuild_index_bytes
-from segmentlog_source.storage.partition_log import PartitionLog
+from segmentlog_source.storage.log.partition_log import PartitionLog
+from segmentlog_source.storage.log.segment_indexer import rebuild_index_bytes
 from tests.cli.helpers import flip_byte, run_cli, writable_copy
 from tests.storage.helpers import real_id, real_partition_dirs
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
+import struct
 
 import pytest
 
 from segmentlog_source.cli.generate import generate_log
 from segmentlog_source.cli.verify import verify_partition
-from segmentlog_source.storage.partition_log import PartitionLog
+from segmentlog_source.storage.log.partition_log import PartitionLog
 from tests.cli.helpers import (break_first_record, client_case_as_partition, client_cases,
                                flip_byte, run_cli, writable_copy)
 from tests.conftest import shared_fixture

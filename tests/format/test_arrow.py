@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import datetime as dt
 
+from crc32c import crc32c
+from hypothesis import given, settings, strategies as st
 import numpy as np
 import pyarrow as pa
 import pytest
-from crc32c import crc32c
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from segmentlog_source.errors import BadOptionError
 from segmentlog_source.format.arrow import (HEADERS_TYPE, columns_from_arrow, header_columns,
                                             to_arrow)
 from segmentlog_source.format.batch import iter_headers
-from segmentlog_source.format.records import (ColumnarDecoder, Record, RecordColumns,
-                                              decode_batch, encode_batch, encode_batches)
+from segmentlog_source.format.record_decoder import ColumnarDecoder, decode_batch
+from segmentlog_source.format.record_encoder import encode_batch, encode_batches
+from segmentlog_source.format.records import Record, RecordColumns
 from tests.conftest import shared_fixture
 
 EXPECTED_TYPES = {"key": pa.binary(), "value": pa.binary(), "offset": pa.int64(),

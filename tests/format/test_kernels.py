@@ -1,22 +1,22 @@
-"""format/kernels.py: varints against kafka-python and Java's rules, and every kernel's compiled
-form against its plain-Python twin (`.py_func`) on the same inputs."""
+"""format/varint.py and format/kernels.py: varints against kafka-python and Java's rules, and
+every kernel's compiled form against its plain-Python twin (`.py_func`) on the same inputs."""
 
 from __future__ import annotations
 
 import dataclasses
 import random
 
-import numpy as np
-import pytest
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
+from hypothesis import example, given, settings, strategies as st
 from kafka.record.util import decode_varint, encode_varint, size_of_varint
 from numba import njit
+import numpy as np
+import pytest
 
-from segmentlog_source.format import kernels as K
+from segmentlog_source.format import varint as V
 from segmentlog_source.format.batch import iter_headers
-from segmentlog_source.format.records import (ColumnarDecoder, Record, RecordColumns,
-                                              encode_batches)
+from segmentlog_source.format.record_decoder import ColumnarDecoder
+from segmentlog_source.format.record_encoder import encode_batches
+from segmentlog_source.format.records import Record, RecordColumns
 from tests.conftest import shared_fixture
 
 INT64 = st.integers(-2**63, 2**63 - 1)
@@ -27,27 +27,27 @@ INT32 = st.integers(-2**31, 2**31 - 1)
 # the compiled forms.
 @njit(cache=False)
 def _jit_read_varint(buf, pos, limit):
-    return K.read_varint(buf, pos, limit)
+    return V.read_varint(buf, pos, limit)
 
 
 @njit(cache=False)
 def _jit_read_varlong(buf, pos, limit):
-    return K.read_varlong(buf, pos, limit)
+    return V.read_varlong(buf, pos, limit)
 
 
 @njit(cache=False)
 def _jit_write_varint(out, pos, value):
-    return K.write_varint(out, pos, value)
+    return V.write_varint(out, pos, value)
 
 
 @njit(cache=False)
 def _jit_varint_size(value):
-    return K.varint_size(value)
+    return V.varint_size(value)
 
 
 @njit(cache=False)
 def _jit_copy_bytes(dst, dst_pos, src, src_pos, n):
-    K.copy_bytes(dst, dst_pos, src, src_pos, n)
+    V.copy_bytes(dst, dst_pos, src, src_pos, n)
 
 
 def kafka_python_bytes(value: int) -> bytes:
@@ -79,16 +79,16 @@ def java_read(data: bytes, bits: int):
 def test_varlong_matches_kafka_python(value):
     expected = kafka_python_bytes(value)
     out = np.zeros(12, np.uint8)
-    for write in (K.write_varint, _jit_write_varint):
+    for write in (V.write_varint, _jit_write_varint):
         end = write(out, 1, value)
         assert out[1:end].tobytes() == expected
     buf = np.frombuffer(b"\x00" + expected + b"\x00", np.uint8)
-    for read in (K.read_varlong, _jit_read_varlong):
+    for read in (V.read_varlong, _jit_read_varlong):
         assert read(buf, 1, len(buf)) == (value, 1 + len(expected))
     assert decode_varint(expected, 0) == (value, len(expected))
-    assert K.varint_size(value) == _jit_varint_size(value) == size_of_varint(value) \
+    assert V.varint_size(value) == _jit_varint_size(value) == size_of_varint(value) \
         == len(expected)
-    assert K.varint_sizes(np.array([value], np.int64)).tolist() == [len(expected)]
+    assert V.varint_sizes(np.array([value], np.int64)).tolist() == [len(expected)]
 
 
 @settings(max_examples=300, deadline=None)
@@ -96,7 +96,7 @@ def test_varlong_matches_kafka_python(value):
 def test_varint_matches_kafka_python(value):
     data = kafka_python_bytes(value)
     buf = np.frombuffer(data, np.uint8)
-    for read in (K.read_varint, _jit_read_varint):
+    for read in (V.read_varint, _jit_read_varint):
         assert read(buf, 0, len(buf)) == (value, len(data))
 
 
@@ -110,33 +110,33 @@ def test_reading_arbitrary_bytes_follows_java(data):
     """Any byte string: the same value Java reads (5th / 10th byte truncated to the type's
     bits), or the too-long / truncated error, from both the compiled and the Python form."""
     buf = np.frombuffer(data, np.uint8)
-    for read, bits, too_long in ((K.read_varint, 32, K.ERR_VARINT_TOO_LONG),
-                                 (_jit_read_varint, 32, K.ERR_VARINT_TOO_LONG),
-                                 (K.read_varlong, 64, K.ERR_VARLONG_TOO_LONG),
-                                 (_jit_read_varlong, 64, K.ERR_VARLONG_TOO_LONG)):
+    for read, bits, too_long in ((V.read_varint, 32, V.ERR_VARINT_TOO_LONG),
+                                 (_jit_read_varint, 32, V.ERR_VARINT_TOO_LONG),
+                                 (V.read_varlong, 64, V.ERR_VARLONG_TOO_LONG),
+                                 (_jit_read_varlong, 64, V.ERR_VARLONG_TOO_LONG)):
         expected = java_read(data, bits)
         value, pos = read(buf, 0, len(buf))
         if expected is None:
             assert pos == -too_long
         elif expected == "truncated":
-            assert pos == -K.ERR_TRUNCATED
+            assert pos == -V.ERR_TRUNCATED
         else:
             assert (value, pos) == expected
 
 
 def test_overlong_and_truncated():
     buf = np.frombuffer(b"\x80" * 5 + b"\x01", np.uint8)
-    assert K.read_varint(buf, 0, 6)[1] == -K.ERR_VARINT_TOO_LONG
-    assert K.read_varlong(buf, 0, 6) == (((1 << 35) >> 1) ^ -0, 6)
+    assert V.read_varint(buf, 0, 6)[1] == -V.ERR_VARINT_TOO_LONG
+    assert V.read_varlong(buf, 0, 6) == (((1 << 35) >> 1) ^ -0, 6)
     buf = np.frombuffer(b"\xff" * 10 + b"\x01", np.uint8)
-    assert _jit_read_varlong(buf, 0, 11)[1] == -K.ERR_VARLONG_TOO_LONG
-    assert _jit_read_varint(buf, 0, 3)[1] == -K.ERR_TRUNCATED  # limit cuts the varint short
-    assert K.read_varint(buf, 3, 3)[1] == -K.ERR_TRUNCATED
+    assert _jit_read_varlong(buf, 0, 11)[1] == -V.ERR_VARLONG_TOO_LONG
+    assert _jit_read_varint(buf, 0, 3)[1] == -V.ERR_TRUNCATED  # limit cuts the varint short
+    assert V.read_varint(buf, 3, 3)[1] == -V.ERR_TRUNCATED
 
 
 def test_copy_bytes_twins():
     src = np.frombuffer(bytes(range(200)), np.uint8)
-    for copy in (K.copy_bytes, _jit_copy_bytes):
+    for copy in (V.copy_bytes, _jit_copy_bytes):
         dst = np.zeros(50, np.uint8)
         copy(dst, 5, src, 100, 40)
         assert dst.tobytes() == bytes(5) + bytes(range(100, 140)) + bytes(5)
@@ -147,7 +147,7 @@ def test_varint_sizes_at_every_boundary():
     for k in range(9):  # zig-zag sizes step at |value| = 2**(6 + 7k)
         edges += [2**(6 + 7 * k) + d for d in (-1, 0)] + [-2**(6 + 7 * k) + d for d in (-1, 0)]
     values = np.array(edges, np.int64)
-    assert K.varint_sizes(values).tolist() == [size_of_varint(v) for v in edges]
+    assert V.varint_sizes(values).tolist() == [size_of_varint(v) for v in edges]
 
 
 # --------------------------------------------------------------------- kernels vs twins

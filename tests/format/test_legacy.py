@@ -41,7 +41,7 @@ def test_fixture_entries_decode_to_kafkas_records(case):
     for header, want in zip(headers, expected):
         assert (header.position, header.size, header.magic, header.crc) == \
             (want.position, want.size, want.magic, want.checksum)
-        if header.magic == 2:  # the v2 decoder is records.py's
+        if header.magic == 2:  # the v2 decoder is record_decoder.py's
             continue
         first_offset, records = decode_legacy_entry(buf[header.position:header.end], header)
         assert first_offset == want.base_offset

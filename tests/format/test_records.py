@@ -7,21 +7,20 @@ import dataclasses
 import random
 import struct
 
-import numpy as np
-import pytest
 from crc32c import crc32c
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
+import numpy as np
+import pytest
 
 from segmentlog_source.errors import BadOptionError, CorruptDataError
 from segmentlog_source.format.arrow import to_arrow
 from segmentlog_source.format.batch import (CODEC_NAMES, LOG_APPEND_TIME, TIMESTAMP_TYPE_NAMES,
                                             iter_headers, parse_header, set_log_append_time)
-from segmentlog_source.format.records import (BinaryColumn, ColumnarDecoder, HeaderColumns,
-                                              Record, RecordColumns, decode_batch, encode_batch,
-                                              encode_batches)
+from segmentlog_source.format.record_decoder import ColumnarDecoder, decode_batch
+from segmentlog_source.format.record_encoder import encode_batch, encode_batches
+from segmentlog_source.format.records import BinaryColumn, HeaderColumns, Record, RecordColumns
 from tests.conftest import shared_fixture
 from tests.fixture_inspect import parse_inspect, same_bytes
 

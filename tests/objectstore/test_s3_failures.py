@@ -147,7 +147,7 @@ def test_writes_to_an_object_store_are_refused_before_anything_is_written(spark,
             query.stop()
     assert listing(s3, "failures") == before
     with pytest.raises(ReadOnlyStoreError):
-        from segmentlog_source.storage.io import filesystem_for
+        from segmentlog_source.storage.io.filesystem import filesystem_for
         filesystem_for("s3://failures/out")[0].makedirs("s3://failures/out")
 
 

@@ -3,15 +3,15 @@ read, at the cost the query needs, counted by the server's side of the wire."""
 
 from __future__ import annotations
 
-import pytest
 from chispa import assert_df_equality
+import pytest
 
 from segmentlog_source.cli.generate import generate_log
 from segmentlog_source.plan.options import parse_read_options
 from segmentlog_source.plan.predicates import fold
 from segmentlog_source.plan.read_plan import plan_read
 from segmentlog_source.spark.reader import GroupScan, ScanSettings
-from segmentlog_source.storage.partition_log import PartitionLog
+from segmentlog_source.storage.log.partition_log import PartitionLog
 from tests.conftest import read_segmentlog, shared_fixture
 
 pytestmark = pytest.mark.spark

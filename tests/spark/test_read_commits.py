@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from segmentlog_source.cli.generate import generate_log
 from segmentlog_source.plan.options import parse_read_options
+from segmentlog_source.plan.predicates import fold
 from segmentlog_source.plan.read_plan import plan_read
 from segmentlog_source.spark.reader import GroupScan, ScanSettings
-from segmentlog_source.plan.predicates import fold
-from segmentlog_source.storage.commit_log import CommitManifest, PartitionCommit, write_manifest
-from segmentlog_source.storage.partition_log import PartitionLog
+from segmentlog_source.storage.commit.commit_log import (CommitManifest, PartitionCommit,
+                                                         write_manifest)
+from segmentlog_source.storage.log.partition_log import PartitionLog
 
 
 def read_offsets(path) -> dict[int, list[int]]:

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hypothesis import given, settings, strategies as st
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings, strategies as st
 
 from segmentlog_source.cli.generate import generate_log
 from segmentlog_source.plan.options import parse_read_options
 from segmentlog_source.plan.predicates import Predicate, fold
 from segmentlog_source.plan.read_plan import plan_read
 from segmentlog_source.spark.reader import GroupScan, ScanSettings
-from segmentlog_source.storage.partition_log import PartitionLog
+from segmentlog_source.storage.log.partition_log import PartitionLog
 
 INTERVAL = 4096
 START = 1_700_000_000_000

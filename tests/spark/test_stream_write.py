@@ -4,17 +4,17 @@ partition, however the query is stopped or its driver killed; readers see only w
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import random
 import select
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from segmentlog_source.storage.commit_log import read_pending
+from segmentlog_source.storage.commit.commit_log import read_pending
 from tests.spark import stream_query as sq
 from tests.storage.written_logs import assert_no_verify_errors
 

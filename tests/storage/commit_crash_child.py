@@ -7,8 +7,8 @@ from __future__ import annotations
 import random
 import sys
 
-from segmentlog_source.storage import committer
-from segmentlog_source.storage.log_config import LogConfig
+from segmentlog_source.storage.commit import committer
+from segmentlog_source.storage.log.log_config import LogConfig
 from tests.storage.written_logs import stage
 
 PARTITIONS = 3

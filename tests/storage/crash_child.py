@@ -7,8 +7,8 @@ import random
 import sys
 
 from segmentlog_source.format.batch import parse_header
-from segmentlog_source.storage.log_config import LogConfig
-from segmentlog_source.storage.partition_log import PartitionLog
+from segmentlog_source.storage.log.log_config import LogConfig
+from segmentlog_source.storage.log.partition_log import PartitionLog
 from tests.storage.helpers import make_batch
 
 

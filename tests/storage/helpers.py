@@ -4,13 +4,13 @@ the real fixture partitions, and brute-force answers to the lookups."""
 from __future__ import annotations
 
 import bisect
-import shutil
 from pathlib import Path
+import shutil
 
-import numpy as np
 from kafka.record.default_records import DefaultRecordBatchBuilder
+import numpy as np
 
-from segmentlog_source.storage.partition_log import PartitionLog
+from segmentlog_source.storage.log.partition_log import PartitionLog
 from tests.conftest import shared_fixture
 
 
@@ -57,7 +57,7 @@ def copy_partition(src: Path, dst_root: Path) -> Path:
 
 def all_batches(log: PartitionLog, records: bool = True):
     """[(segment, header, records)] for every batch of the log (records decoded on request)."""
-    from segmentlog_source.format.records import decode_batch  # the kernels load slowly
+    from segmentlog_source.format.record_decoder import decode_batch  # the kernels load slowly
 
     out = []
     for segment in log.segments:

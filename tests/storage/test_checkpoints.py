@@ -7,12 +7,13 @@ import uuid
 import pytest
 
 from segmentlog_source.errors import BadOptionError, CorruptDataError
-from segmentlog_source.storage.checkpoints import (EpochEntry, LeaderEpochCache,
-                                                   read_leader_epoch_checkpoint,
-                                                   read_offset_checkpoint, read_partition_metadata,
-                                                   topic_id_string, write_leader_epoch_checkpoint,
-                                                   write_offset_checkpoint,
-                                                   write_partition_metadata)
+from segmentlog_source.storage.log.checkpoints import (EpochEntry, LeaderEpochCache,
+                                                       read_leader_epoch_checkpoint,
+                                                       read_offset_checkpoint,
+                                                       read_partition_metadata, topic_id_string,
+                                                       write_leader_epoch_checkpoint,
+                                                       write_offset_checkpoint,
+                                                       write_partition_metadata)
 from tests.conftest import shared_fixture
 
 

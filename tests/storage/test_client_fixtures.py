@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from segmentlog_source.storage.partition_log import PartitionLog
+from segmentlog_source.storage.log.partition_log import PartitionLog
 from tests.conftest import shared_fixture
 from tests.fixture_inspect import parse_inspect
 from tests.storage.helpers import BruteForce

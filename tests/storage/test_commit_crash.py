@@ -4,14 +4,14 @@ or undoes the interrupted one. Half the rounds leave the recovery to the next ch
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
+import random
 
-from segmentlog_source.storage import committer
-from segmentlog_source.storage.commit_log import pending_commit_offsets, read_pending
-from segmentlog_source.storage.partition_log import PartitionLog
-from tests.storage.commit_crash_child import PARTITIONS, SETTINGS
+from segmentlog_source.storage.commit import committer
+from segmentlog_source.storage.commit.commit_log import pending_commit_offsets, read_pending
+from segmentlog_source.storage.log.partition_log import PartitionLog
 from tests.storage import kill_child
+from tests.storage.commit_crash_child import PARTITIONS, SETTINGS
 from tests.storage.written_logs import assert_no_verify_errors, kafka_python_rows
 
 ROUNDS = 20

@@ -6,24 +6,26 @@ from __future__ import annotations
 import errno
 import json
 import os
+from pathlib import Path
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from segmentlog_source.errors import BadOptionError, DataLossError, LogLockedError
 from segmentlog_source.format.batch import LOG_APPEND_TIME, iter_headers
-from segmentlog_source.storage import committer, io
-from segmentlog_source.storage.checkpoints import read_leader_epoch_checkpoint
-from segmentlog_source.storage.commit_log import (CommitManifest, PartitionCommit,
-                                                  last_committed_batch, pending_commit_offsets,
-                                                  read_pending, write_manifest)
-from segmentlog_source.storage.log_config import LogConfig
-from segmentlog_source.storage.partition_log import PartitionLog
-from segmentlog_source.storage.staging import batch_job_name, job_dir, stream_job_name
-from tests.storage.written_logs import (assert_no_verify_errors, assert_valid_log, kafka_python_rows,
-                                        stage, values_of)
+from segmentlog_source.storage.commit import committer
+from segmentlog_source.storage.commit.commit_log import (CommitManifest, PartitionCommit,
+                                                         last_committed_batch,
+                                                         pending_commit_offsets, read_pending,
+                                                         write_manifest)
+from segmentlog_source.storage.commit.staging import batch_job_name, job_dir, stream_job_name
+from segmentlog_source.storage.io import local as io
+from segmentlog_source.storage.log.checkpoints import read_leader_epoch_checkpoint
+from segmentlog_source.storage.log.log_config import LogConfig
+from segmentlog_source.storage.log.partition_log import PartitionLog
+from tests.storage.written_logs import (assert_no_verify_errors, assert_valid_log,
+                                        kafka_python_rows, stage, values_of)
 
 CONFIG = LogConfig(segment_bytes=600, index_interval_bytes=100, fsync="close")
 SETTINGS = committer.CommitSettings(CONFIG, lock_timeout_ms=2000)
@@ -287,7 +289,7 @@ def test_abort_undoes_a_batch_job_even_when_all_its_rows_were_appended(tmp_path)
 
 
 def test_a_micro_batch_past_its_commit_point_is_finished_never_undone(tmp_path, monkeypatch):
-    from segmentlog_source.storage import commit_log
+    from segmentlog_source.storage.commit import commit_log
 
     query = "q-3"
 
@@ -313,7 +315,7 @@ def test_a_micro_batch_past_its_commit_point_is_finished_never_undone(tmp_path, 
 
 def test_staged_files_are_read_back_in_whole_batch_chunks(tmp_path, monkeypatch):
     from segmentlog_source.errors import CorruptDataError
-    from segmentlog_source.storage import staging
+    from segmentlog_source.storage.commit import staging
 
     monkeypatch.setattr(staging, "READ_CHUNK_BYTES", 100)  # smaller than a batch: carried over
     [staged] = stage(tmp_path, "job", {("t", 0): vals("value-", 50)}, max_records=4)

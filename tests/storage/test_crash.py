@@ -8,12 +8,12 @@ the recovery to the next child instead.
 
 from __future__ import annotations
 
+from pathlib import Path
 import random
 import shutil
-from pathlib import Path
 
-from segmentlog_source.storage.log_config import LogConfig
-from segmentlog_source.storage.partition_log import PartitionLog
+from segmentlog_source.storage.log.log_config import LogConfig
+from segmentlog_source.storage.log.partition_log import PartitionLog
 from tests.storage import kill_child
 from tests.storage.helpers import BruteForce
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from segmentlog_source.errors import LogNotFoundError
-from segmentlog_source.storage.data_dir import check_writable, topic_id_of, topic_partition_counts
-from segmentlog_source.storage.partition_log import PartitionLog
+from segmentlog_source.storage.log.data_dir import (check_writable, topic_id_of,
+                                                    topic_partition_counts)
+from segmentlog_source.storage.log.partition_log import PartitionLog
 from tests.conftest import shared_fixture
 
 

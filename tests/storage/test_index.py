@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import struct
 
+from hypothesis import given, settings, strategies as st
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from segmentlog_source.errors import CorruptDataError
 from segmentlog_source.format.batch import BatchHeader
-from segmentlog_source.storage.index import (OffsetIndex, SegmentIndexer, TimeIndex,
-                                             rebuild_index_bytes, rebuild_indexes)
+from segmentlog_source.storage.log.offset_index import OffsetIndex
+from segmentlog_source.storage.log.segment_indexer import (SegmentIndexer, rebuild_index_bytes,
+                                                           rebuild_indexes)
+from segmentlog_source.storage.log.time_index import TimeIndex
 from tests.storage.helpers import make_batch
 
 BASE = 1000

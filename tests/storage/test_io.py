@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from segmentlog_source.storage.io import LOCAL, IOStats
+from segmentlog_source.storage.io.local import LOCAL
+from segmentlog_source.storage.io.stats import IOStats
 
 
 def test_read_into_fills_the_buffer_and_counts_one_request(tmp_path):

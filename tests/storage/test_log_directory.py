@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from segmentlog_source.errors import BadOptionError, LogNotFoundError
-from segmentlog_source.storage.log_directory import find_partitions, parse_partition_dir_name
+from segmentlog_source.storage.log.log_directory import find_partitions, parse_partition_dir_name
 from tests.conftest import shared_fixture
 
 

@@ -8,8 +8,10 @@ import pytest
 
 from segmentlog_source.errors import BadOptionError, ReadOnlyStoreError
 from segmentlog_source.plan.store_options import parse_store_options
-from segmentlog_source.storage.io import LOCAL, filesystem_for
-from segmentlog_source.storage.object_store import native_path, object_store_for
+from segmentlog_source.storage.io.filesystem import filesystem_for
+from segmentlog_source.storage.io.local import LOCAL
+from segmentlog_source.storage.io.object_store import object_store_for
+from segmentlog_source.storage.io.store_config import native_path
 
 
 @pytest.mark.parametrize("uri,native", [

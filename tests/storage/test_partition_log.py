@@ -4,22 +4,23 @@ and lookups on generated multi-segment logs against brute force."""
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 import subprocess
 import sys
-from pathlib import Path
 
+from hypothesis import HealthCheck, given, settings, strategies as st
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from segmentlog_source.errors import (BadOptionError, CorruptDataError, DataLossError,
                                       LogLockedError, LogNotFoundError)
-from segmentlog_source.storage.checkpoints import (EpochEntry, read_leader_epoch_checkpoint,
-                                                   write_offset_checkpoint)
-from segmentlog_source.storage.index import (OffsetIndex, TimeIndex, rebuild_index_bytes)
-from segmentlog_source.storage.log_config import LogConfig
-from segmentlog_source.storage.partition_log import PartitionLog
-from segmentlog_source.storage.producer_state import snapshot_offsets
+from segmentlog_source.storage.log.checkpoints import (EpochEntry, read_leader_epoch_checkpoint,
+                                                       write_offset_checkpoint)
+from segmentlog_source.storage.log.log_config import LogConfig
+from segmentlog_source.storage.log.offset_index import OffsetIndex
+from segmentlog_source.storage.log.partition_log import PartitionLog
+from segmentlog_source.storage.log.segment_indexer import rebuild_index_bytes
+from segmentlog_source.storage.log.time_index import TimeIndex
+from segmentlog_source.storage.txn.producer_state_manager import snapshot_offsets
 from tests.storage.helpers import BruteForce, make_batch
 
 REPO = Path(__file__).resolve().parents[2]
@@ -137,7 +138,7 @@ def test_second_writer_is_refused(tmp_path):
     log = PartitionLog.open_for_append(str(path))
     with pytest.raises(LogLockedError, match="my.topic-7"):
         PartitionLog.open_for_append(str(path))
-    code = ("import sys\nfrom segmentlog_source.storage.partition_log import PartitionLog\n"
+    code = ("import sys\nfrom segmentlog_source.storage.log.partition_log import PartitionLog\n"
             "from segmentlog_source.errors import LogLockedError\n"
             f"try:\n    PartitionLog.open_for_append({str(path)!r})\n"
             "except LogLockedError as e:\n    print(e); sys.exit(3)\n")

@@ -5,19 +5,21 @@ from __future__ import annotations
 import pytest
 
 from segmentlog_source.errors import CorruptDataError
-from segmentlog_source.storage.partition_log import PartitionLog
-from segmentlog_source.storage.producer_state import (ProducerState, ProducerStateEntry,
-                                                      java_hash_map_order, parse_snapshot,
-                                                      read_snapshot, snapshot_bytes,
-                                                      snapshot_offsets)
-from segmentlog_source.storage.segment import Segment
-from segmentlog_source.storage.txn_index import AbortedTxn, TransactionIndex, parse_txn_index
+from segmentlog_source.storage.log.log_segment import LogSegment
+from segmentlog_source.storage.log.partition_log import PartitionLog
+from segmentlog_source.storage.txn.producer_state_manager import (ProducerStateEntry,
+                                                                  ProducerStateManager,
+                                                                  java_hash_map_order,
+                                                                  parse_snapshot, read_snapshot,
+                                                                  snapshot_bytes, snapshot_offsets)
+from segmentlog_source.storage.txn.transaction_index import (AbortedTxn, TransactionIndex,
+                                                             parse_txn_index)
 from tests.conftest import shared_fixture
 
 
 def test_empty_snapshot_bytes_match_the_spec():
     assert snapshot_bytes([]) == bytes.fromhex("000148674bc700000000")
-    assert ProducerState().to_snapshot() == bytes.fromhex("000148674bc700000000")
+    assert ProducerStateManager().to_snapshot() == bytes.fromhex("000148674bc700000000")
 
 
 def test_real_snapshots_round_trip():
@@ -27,14 +29,14 @@ def test_real_snapshots_round_trip():
         entries = read_snapshot(str(path))
         assert snapshot_bytes(entries) == path.read_bytes()
         # the broker's HashMap order is what our writer reproduces
-        assert ProducerState(entries).to_snapshot() == path.read_bytes()
+        assert ProducerStateManager(entries).to_snapshot() == path.read_bytes()
 
 
 def test_state_rebuilt_from_batches_equals_the_brokers_snapshot():
     """input-topic-0's snapshot at offset 9 (5 idempotent producers), rebuilt from its log."""
     directory = shared_fixture("kafka-real", "gozieokafor-data-store", "input-topic-0")
-    state = ProducerState()
-    for header, _ in Segment(str(directory), 0).iter_entries():
+    state = ProducerStateManager()
+    for header, _ in LogSegment(str(directory), 0).iter_entries():
         if header.base_offset >= 9:
             break
         state.update(header)
@@ -80,7 +82,7 @@ def test_txn_index_file_format(tmp_path):
 
 def _transactions_log(tmp_path, **config):
     """The kafka-clients v2-transactions batches appended by our writer, as a leader would."""
-    from segmentlog_source.storage.log_config import LogConfig
+    from segmentlog_source.storage.log.log_config import LogConfig
 
     data = shared_fixture("kafka-clients", "v2-transactions",
                           "00000000000000000000.log").read_bytes()

@@ -3,17 +3,19 @@ as the broker (and kafka-python's independent decoder, in inspect.txt) sees it."
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
+import random
 
 import pytest
 
 from segmentlog_source.format.batch import CODEC_NAMES
-from segmentlog_source.storage.index import (DEFAULT_MAX_INDEX_BYTES, OffsetIndex, TimeIndex,
-                                             rebuild_index_bytes)
-from segmentlog_source.storage.log_directory import find_partitions
-from segmentlog_source.storage.partition_log import PartitionLog
-from segmentlog_source.storage.producer_state import snapshot_offsets
+from segmentlog_source.storage.log.abstract_index import DEFAULT_MAX_INDEX_BYTES
+from segmentlog_source.storage.log.log_directory import find_partitions
+from segmentlog_source.storage.log.offset_index import OffsetIndex
+from segmentlog_source.storage.log.partition_log import PartitionLog
+from segmentlog_source.storage.log.segment_indexer import rebuild_index_bytes
+from segmentlog_source.storage.log.time_index import TimeIndex
+from segmentlog_source.storage.txn.producer_state_manager import snapshot_offsets
 from tests.conftest import shared_fixture
 from tests.fixture_inspect import parse_inspect
 from tests.storage.helpers import BruteForce, real_id, real_partition_dirs

@@ -7,10 +7,10 @@ import struct
 
 import pytest
 
-from segmentlog_source.storage.index import rebuild_index_bytes
-from segmentlog_source.storage.log_config import LogConfig
-from segmentlog_source.storage.partition_log import PartitionLog
-from segmentlog_source.storage.producer_state import snapshot_offsets
+from segmentlog_source.storage.log.log_config import LogConfig
+from segmentlog_source.storage.log.partition_log import PartitionLog
+from segmentlog_source.storage.log.segment_indexer import rebuild_index_bytes
+from segmentlog_source.storage.txn.producer_state_manager import snapshot_offsets
 from tests.storage.helpers import copy_partition, make_batch, real_id, real_partition_dirs
 from tests.storage.test_partition_log import assert_indexes_are_rebuilt_ones, files
 

@@ -9,9 +9,9 @@ import pytest
 
 from segmentlog_source.errors import CorruptDataError
 from segmentlog_source.format.batch import DEFAULT_MAX_BATCH_BYTES
-from segmentlog_source.storage.index import rebuild_index_bytes
-from segmentlog_source.storage.io import IOStats
-from segmentlog_source.storage.segment import Segment
+from segmentlog_source.storage.io.stats import IOStats
+from segmentlog_source.storage.log.log_segment import LogSegment
+from segmentlog_source.storage.log.segment_indexer import rebuild_index_bytes
 from tests.storage.helpers import make_batch
 
 LOG = "00000000000000000100.log"
@@ -35,7 +35,7 @@ def batches(n, per_batch=3, value_size=50, first=100):
 @pytest.mark.parametrize("chunk", [61, 100, 333, 4096, 1 << 20])
 def test_chunked_iteration_yields_every_batch_whole(tmp_path, chunk):
     data = write_segment(tmp_path, batches(40, value_size=120))
-    segment = Segment(str(tmp_path), 100)
+    segment = LogSegment(str(tmp_path), 100)
     seen = list(segment.iter_entries(chunk_bytes=chunk, verify_crc=True))
     assert b"".join(bytes(e) for _, e in seen) == data
     assert [h.base_offset for h, _ in seen] == list(range(100, 220, 3))
@@ -46,7 +46,7 @@ def test_chunked_iteration_yields_every_batch_whole(tmp_path, chunk):
 def test_range_scans_and_batch_larger_than_the_chunk(tmp_path):
     big = make_batch([5, 6], value_size=300_000, base_offset=103)
     data = write_segment(tmp_path, batches(1) + [big] + batches(1, first=105))
-    segment = Segment(str(tmp_path), 100)
+    segment = LogSegment(str(tmp_path), 100)
     stats = IOStats()
     segment.stats = stats
     found = list(segment.iter_entries(chunk_bytes=4096))
@@ -60,7 +60,7 @@ def test_range_scans_and_batch_larger_than_the_chunk(tmp_path):
 
 def test_memory_stays_bounded_by_the_chunk(tmp_path):
     write_segment(tmp_path, batches(2000, value_size=400), indexes=False)
-    segment = Segment(str(tmp_path), 100)
+    segment = LogSegment(str(tmp_path), 100)
     tracemalloc.start()
     count = sum(1 for _ in segment.iter_entries(chunk_bytes=64 * 1024, verify_crc=True))
     peak = tracemalloc.get_traced_memory()[1]
@@ -71,7 +71,7 @@ def test_memory_stays_bounded_by_the_chunk(tmp_path):
 def test_torn_tail_is_reported_distinctly(tmp_path):
     data = write_segment(tmp_path, batches(5))
     (tmp_path / LOG).write_bytes(data + make_batch([1, 2], base_offset=115)[:40])
-    segment = Segment(str(tmp_path), 100)
+    segment = LogSegment(str(tmp_path), 100)
     with pytest.raises(CorruptDataError, match="torn tail") as err:
         list(segment.iter_entries())
     assert err.value.position == len(data) and err.value.path.endswith(LOG)
@@ -79,7 +79,7 @@ def test_torn_tail_is_reported_distinctly(tmp_path):
     assert len(list(scan)) == 5
     assert scan.torn_tail == (len(data), 40)
     (tmp_path / LOG).write_bytes(data + b"\0" * 7)  # fewer bytes than an entry prefix
-    scan = Segment(str(tmp_path), 100).iter_entries(allow_torn_tail=True)
+    scan = LogSegment(str(tmp_path), 100).iter_entries(allow_torn_tail=True)
     assert len(list(scan)) == 5 and scan.torn_tail == (len(data), 7)
 
 
@@ -89,7 +89,7 @@ def test_bad_crc_in_the_middle(tmp_path):
     where = len(parts[0]) + len(parts[1])
     data[where + 70] ^= 0xFF  # a record byte of batch 2
     (tmp_path / LOG).write_bytes(bytes(data))
-    segment = Segment(str(tmp_path), 100)
+    segment = LogSegment(str(tmp_path), 100)
     assert len(list(segment.iter_entries())) == 6  # without verification it is not noticed
     with pytest.raises(CorruptDataError, match="CRC mismatch") as err:
         list(segment.iter_entries(verify_crc=True))
@@ -103,7 +103,7 @@ def test_bad_crc_in_the_middle(tmp_path):
 ])
 def test_a_file_that_is_not_a_kafka_log(tmp_path, content, message):
     (tmp_path / LOG).write_bytes(content)
-    segment = Segment(str(tmp_path), 100)
+    segment = LogSegment(str(tmp_path), 100)
     with pytest.raises(CorruptDataError, match=message) as err:
         list(segment.iter_entries(allow_torn_tail=True))
     assert err.value.path == str(tmp_path / LOG) and err.value.position == 0
@@ -116,7 +116,7 @@ def test_index_pointing_past_the_log_end(tmp_path):
     good = index_path.read_bytes()
     assert len(good) >= 16
     index_path.write_bytes(good[:-4] + struct.pack(">i", 10**6))
-    segment = Segment(str(tmp_path), 100)
+    segment = LogSegment(str(tmp_path), 100)
     with pytest.raises(CorruptDataError, match="past the end of the log") as err:
         segment.translate_offset(150)
     assert err.value.path == str(index_path) and err.value.position == len(good) - 8
@@ -128,7 +128,7 @@ def test_unsorted_index(tmp_path):
     good = index_path.read_bytes()
     index_path.write_bytes(good[8:16] + good[:8] + good[16:])
     with pytest.raises(CorruptDataError, match="not strictly increasing") as err:
-        Segment(str(tmp_path), 100).translate_offset(150)
+        LogSegment(str(tmp_path), 100).translate_offset(150)
     assert err.value.path == str(index_path) and err.value.position == 8
 
 
@@ -140,7 +140,7 @@ def test_index_entry_that_is_not_a_batch_start(tmp_path):
     struct.pack_into(">ii", good, 0, relative, position + 5)
     index_path.write_bytes(bytes(good))
     with pytest.raises(CorruptDataError, match="offset index entry 0") as err:
-        Segment(str(tmp_path), 100).translate_offset(100 + relative)
+        LogSegment(str(tmp_path), 100).translate_offset(100 + relative)
     assert err.value.path == str(tmp_path / LOG) and err.value.position == position + 5
     # an entry whose offset disagrees with the batch it points at
     struct.pack_into(">ii", good, 0, relative, position)
@@ -149,7 +149,7 @@ def test_index_entry_that_is_not_a_batch_start(tmp_path):
     struct.pack_into(">i", good, 8, relative + 1)
     index_path.write_bytes(bytes(good))
     with pytest.raises(CorruptDataError, match="but the batch there holds") as err:
-        Segment(str(tmp_path), 100).translate_offset(100 + relative + 1)
+        LogSegment(str(tmp_path), 100).translate_offset(100 + relative + 1)
     assert err.value.path == str(index_path) and err.value.position == 8
 
 
@@ -159,7 +159,7 @@ def test_translate_and_timestamps_with_and_without_index_files(tmp_path):
              for i, ts in enumerate(stamps)]
     for indexes in (True, False):
         write_segment(tmp_path, parts, indexes=indexes, interval=3000)
-        segment = Segment(str(tmp_path), 100)
+        segment = LogSegment(str(tmp_path), 100)
         if not indexes:
             (tmp_path / LOG.replace(".log", ".index")).unlink()
         assert segment.translate_offset(99).base_offset == 100

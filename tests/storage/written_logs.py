@@ -10,11 +10,12 @@ from typing import Mapping, Sequence
 from kafka.record import MemoryRecords
 
 from segmentlog_source.cli.verify import verify_paths
-from segmentlog_source.format.records import Record, RecordColumns, encode_batches
-from segmentlog_source.storage.index import rebuild_index_bytes
-from segmentlog_source.storage.log_directory import parse_partition_dir_name
-from segmentlog_source.storage.staging import (StagedFile, StagedFileWriter, make_job_dir,
-                                               task_file_prefix)
+from segmentlog_source.format.record_encoder import encode_batches
+from segmentlog_source.format.records import Record, RecordColumns
+from segmentlog_source.storage.commit.staging import (StagedFile, StagedFileWriter, make_job_dir,
+                                                      task_file_prefix)
+from segmentlog_source.storage.log.log_directory import parse_partition_dir_name
+from segmentlog_source.storage.log.segment_indexer import rebuild_index_bytes
 
 
 def kafka_python_rows(partition_dir: Path) -> list[tuple]:

@@ -8,14 +8,16 @@ are always "trimmed".
 
 from __future__ import annotations
 
-from ..format.batch import BatchHeader
-from .index import OffsetIndex, SegmentIndexer, TimeIndex
+from ...format.batch import BatchHeader
 from .log_config import LogConfig
-from .segment import Segment, relative_offset_fits
+from .log_segment import LogSegment, relative_offset_fits
+from .offset_index import OffsetIndex
+from .segment_indexer import SegmentIndexer
+from .time_index import TimeIndex
 
 
 class SegmentAppender:
-    def __init__(self, segment: Segment, config: LogConfig):
+    def __init__(self, segment: LogSegment, config: LogConfig):
         fs = segment.fs
         self.segment = segment
         self.config = config

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import base64
 import re
-import uuid
 from typing import Callable, NamedTuple, TypeVar
+import uuid
 
-from ..errors import BadOptionError, CorruptDataError
-from .io import LOCAL
+from ...errors import BadOptionError, CorruptDataError
+from ..io.local import LOCAL
 
 OFFSET_CHECKPOINT_VERSION = 0
 LEADER_EPOCH_CHECKPOINT_VERSION = 0

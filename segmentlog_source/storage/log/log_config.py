@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 import random
 import time
-from dataclasses import dataclass, field
 from typing import Callable
 
-from ..errors import BadOptionError
-from ..format.batch import INT32_MAX
-from .index import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_INDEX_BYTES
+from ...errors import BadOptionError
+from ...format.batch import INT32_MAX
+from .abstract_index import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_INDEX_BYTES
 
 FSYNC_POLICIES = ("none", "close", "always")
 

@@ -17,15 +17,16 @@ offset and timestamp and may open a transaction; an end-transaction marker close
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
+import struct
+
 from crc32c import crc32c
 
-from ..errors import CorruptDataError
-from ..format.batch import BatchHeader
-from .io import LOCAL
-from .log_files import SNAPSHOT_SUFFIX, file_name, kind_of
-from .txn_index import AbortedTxn
+from ...errors import CorruptDataError
+from ...format.batch import BatchHeader
+from ..io.local import LOCAL
+from ..log_files import SNAPSHOT_SUFFIX, file_name, kind_of
+from .transaction_index import AbortedTxn
 
 SNAPSHOT_VERSION = 1
 _HEADER = struct.Struct(">hIi")
@@ -101,7 +102,7 @@ def java_hash_map_order(producer_ids: list[int]) -> list[int]:
     return [pid for _, _, pid in ranked]
 
 
-class ProducerState:
+class ProducerStateManager:
     """The broker's producer table for one partition, fed batch by batch in offset order."""
 
     def __init__(self, entries: list[ProducerStateEntry] | None = None, map_end_offset: int = 0):
@@ -184,7 +185,7 @@ def read_snapshot(path: str, fs=LOCAL) -> list[ProducerStateEntry]:
     return parse_snapshot(fs.read_all(path), path)
 
 
-def write_snapshot(directory: str, state: ProducerState, fs=LOCAL, fsync: bool = False) -> str:
+def write_snapshot(directory: str, state: ProducerStateManager, fs=LOCAL, fsync: bool = False) -> str:
     """Write `<map end offset>.snapshot` atomically; the broker fsyncs roll snapshots later."""
     path = snapshot_path(directory, state.map_end_offset, fs)
     fs.write_atomic(path, state.to_snapshot(), fsync=fsync)
@@ -194,8 +195,8 @@ def write_snapshot(directory: str, state: ProducerState, fs=LOCAL, fsync: bool =
 def read_end_txn_marker(header: BatchHeader, entry) -> tuple[bool, int, int] | None:
     """(is_abort, coordinator_epoch, timestamp) of a control batch's end-transaction marker, or
     None when the batch holds no marker (emptied by the cleaner, or another control type)."""
-    from ..format.control import ABORT, COMMIT, parse_control_record
-    from ..format.records import decode_batch
+    from ...format.control import ABORT, COMMIT, parse_control_record
+    from ...format.record_decoder import decode_batch
 
     records = decode_batch(entry, header, verify_crc=False).records
     if not records:

@@ -17,20 +17,22 @@ from __future__ import annotations
 
 import bisect
 import copy
-import logging
 from dataclasses import dataclass, field
+import logging
 
-from ..errors import CorruptDataError
+from ...errors import CorruptDataError
+from ..log_files import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIXES, LEADER_EPOCH_CHECKPOINT,
+                         LOG_START_OFFSET_CHECKPOINT, LOG_SUFFIX, SWAP_SUFFIX, TMP_SUFFIX,
+                         file_name, kind_of, offset_from_file_name)
+from ..txn.producer_state_manager import (ProducerStateManager, read_end_txn_marker, read_snapshot,
+                                          snapshot_offsets, snapshot_path, write_snapshot)
+from ..txn.transaction_index import AbortedTxn
 from .checkpoints import LeaderEpochCache, read_offset_checkpoint
-from .index import OffsetIndex, SegmentIndexer, TimeIndex
 from .log_config import LogConfig
-from .log_files import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIXES, LEADER_EPOCH_CHECKPOINT,
-                        LOG_START_OFFSET_CHECKPOINT, LOG_SUFFIX, SWAP_SUFFIX, TMP_SUFFIX,
-                        file_name, kind_of, offset_from_file_name)
-from .producer_state import (ProducerState, read_end_txn_marker, read_snapshot, snapshot_offsets,
-                             snapshot_path, write_snapshot)
-from .segment import Segment, relative_offset_fits
-from .txn_index import AbortedTxn
+from .log_segment import LogSegment, relative_offset_fits
+from .offset_index import OffsetIndex
+from .segment_indexer import SegmentIndexer
+from .time_index import TimeIndex
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +62,7 @@ def plan_files(fs, directory: str) -> FilePlan:
     swap_logs = [n for n in swaps if n.endswith(LOG_SUFFIX + SWAP_SUFFIX)]
     if swap_logs:
         low = min(offset_from_file_name(n) for n in swap_logs)
-        high = max(Segment(directory, offset_from_file_name(n), fs, log_path=fs.join(directory, n))
+        high = max(LogSegment(directory, offset_from_file_name(n), fs, log_path=fs.join(directory, n))
                    .read_next_offset() for n in swap_logs)
         for name in names:
             offset = offset_from_file_name(name)
@@ -97,14 +99,14 @@ class RecoveryReport:
 
 @dataclass
 class LoadedLog:
-    segments: list[Segment]
-    producer_state: ProducerState
+    segments: list[LogSegment]
+    producer_state: ProducerStateManager
     leader_epochs: LeaderEpochCache
     log_start_offset: int
     report: RecoveryReport
 
 
-def recover_segment(segment: Segment, state: ProducerState, epochs: LeaderEpochCache,
+def recover_segment(segment: LogSegment, state: ProducerStateManager, epochs: LeaderEpochCache,
                     config: LogConfig) -> int:
     """LogSegment.recover: validate every batch, rebuild the indexes and the txn index, update
     producer state and leader epochs, truncate the `.log` at the first invalid byte. Returns
@@ -158,7 +160,7 @@ def recover_segment(segment: Segment, state: ProducerState, epochs: LeaderEpochC
     return size - valid
 
 
-def _tail_is_clean(segment: Segment) -> int | None:
+def _tail_is_clean(segment: LogSegment) -> int | None:
     """The segment's next offset if it is in a clean-close state, else None.
 
     Clean: both index files present, trimmed and sane, no invalid or partial batch after the
@@ -183,7 +185,7 @@ def _tail_is_clean(segment: Segment) -> int | None:
         segment.forget_cached_state()
 
 
-def _txn_index_is_sane(segment: Segment) -> bool:
+def _txn_index_is_sane(segment: LogSegment) -> bool:
     try:
         segment.txn_index.sanity_check()
         return True
@@ -193,7 +195,7 @@ def _txn_index_is_sane(segment: Segment) -> bool:
         segment.forget_cached_state()
 
 
-def _state_at(fs, directory: str, segments: list[Segment], offset: int) -> ProducerState:
+def _state_at(fs, directory: str, segments: list[LogSegment], offset: int) -> ProducerStateManager:
     """Producer state at `offset`: the latest readable snapshot <= offset, then the batches.
 
     With no snapshot at all the state starts empty at `offset`, as the broker's clean
@@ -203,18 +205,18 @@ def _state_at(fs, directory: str, segments: list[Segment], offset: int) -> Produ
     for snap in reversed([s for s in snapshot_offsets(directory, fs) if s <= offset]):
         path = snapshot_path(directory, snap, fs)
         try:
-            state = ProducerState(read_snapshot(path, fs), snap)
+            state = ProducerStateManager(read_snapshot(path, fs), snap)
             break
         except CorruptDataError as err:
             log.warning("removing unreadable producer snapshot: %s", err)
             fs.remove(path)
     if state is None:
-        return ProducerState(map_end_offset=offset)
+        return ProducerStateManager(map_end_offset=offset)
     replay_producer_state(state, segments, offset)
     return state
 
 
-def _update_producer_state(state: ProducerState, segment: Segment, header, entry,
+def _update_producer_state(state: ProducerStateManager, segment: LogSegment, header, entry,
                            aborted: list[AbortedTxn]) -> None:
     """Feed one batch to `state`; an ABORT marker's transaction goes into `aborted`."""
     marker = None
@@ -228,7 +230,7 @@ def _update_producer_state(state: ProducerState, segment: Segment, header, entry
         aborted.append(txn)
 
 
-def replay_producer_state(state: ProducerState, segments: list[Segment], upto: int
+def replay_producer_state(state: ProducerStateManager, segments: list[LogSegment], upto: int
                           ) -> list[AbortedTxn]:
     """Feed `state` the batches in [state.map_end_offset, upto); return the transactions that
     their ABORT markers ended (what `.txnindex` files would list)."""
@@ -250,7 +252,7 @@ def replay_producer_state(state: ProducerState, segments: list[Segment], upto: i
     return aborted
 
 
-def _delete_segment(fs, segment: Segment) -> None:
+def _delete_segment(fs, segment: LogSegment) -> None:
     for path in (segment.log_path, segment.index_path, segment.time_index_path,
                  segment.txn_index_path):
         fs.remove(path)
@@ -282,7 +284,7 @@ def load_for_append(fs, directory: str, topic: str, partition: int, config: LogC
         fs.fsync_dir(directory)
     report.removed_files += plan.delete
     report.renamed_files += plan.rename
-    segments = [Segment(directory, base, fs, max_index_bytes=config.segment_index_bytes)
+    segments = [LogSegment(directory, base, fs, max_index_bytes=config.segment_index_bytes)
                 for base in sorted(plan.logs)]
     epochs = LeaderEpochCache(fs.join(directory, LEADER_EPOCH_CHECKPOINT), fs)
     epochs_before = list(epochs.entries)
@@ -346,8 +348,8 @@ def load_for_append(fs, directory: str, topic: str, partition: int, config: LogC
     return LoadedLog(segments, state, epochs, log_start, report)
 
 
-def create_empty_segment(fs, directory: str, base_offset: int, config: LogConfig) -> Segment:
-    segment = Segment(directory, base_offset, fs, active=True,
+def create_empty_segment(fs, directory: str, base_offset: int, config: LogConfig) -> LogSegment:
+    segment = LogSegment(directory, base_offset, fs, active=True,
                       max_index_bytes=config.segment_index_bytes)
     for path in (segment.log_path, segment.index_path, segment.time_index_path):
         fs.open_append(path).close()

@@ -18,13 +18,14 @@ Manifest (JSON)::
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import json
 import re
-from dataclasses import dataclass
 
-from ..errors import BadOptionError, CorruptDataError
-from .io import LOCAL
-from .staging import STATE_DIR, StagedFile
+from ...errors import BadOptionError, CorruptDataError
+from ..io.local import LOCAL
+from ..log_files import STATE_DIR
+from .staging import StagedFile
 
 COMMITS = "commits"
 QUERIES = "queries"

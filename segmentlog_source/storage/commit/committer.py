@@ -31,24 +31,24 @@ to start. LEO below start means committed data vanished (DataLossError: no write
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 import logging
 import time
-import uuid
-from dataclasses import dataclass, field
 from typing import Mapping
+import uuid
 
-from ..errors import (BadOptionError, CorruptDataError, DataLossError, LogLockedError,
-                      SegmentLogError)
-from ..format.batch import set_log_append_time
-from .checkpoints import read_leader_epoch_checkpoint
+from ...errors import (BadOptionError, CorruptDataError, DataLossError, LogLockedError,
+                       SegmentLogError)
+from ...format.batch import set_log_append_time
+from ..io.local import LOCAL
+from ..log.checkpoints import read_leader_epoch_checkpoint
+from ..log.data_dir import partition_dir, topic_id_of, topic_partition_counts
+from ..log.log_config import LogConfig
+from ..log.partition_log import PartitionLog
+from ..log_files import LEADER_EPOCH_CHECKPOINT
 from .commit_log import (COMMITS, CommitManifest, PartitionCommit, last_committed_batch,
                          manifest_path, read_pending, record_committed_batch, remove_manifest,
                          write_manifest)
-from .data_dir import partition_dir, topic_id_of, topic_partition_counts
-from .io import LOCAL
-from .log_config import LogConfig
-from .log_files import LEADER_EPOCH_CHECKPOINT
-from .partition_log import PartitionLog
 from .staging import (StagedFile, is_intact, iter_staged_chunks, remove_job, remove_stale_jobs,
                       staging_root, state_dir)
 

@@ -1,9 +1,7 @@
-"""The one I/O seam: every byte segmentlog reads or writes goes through a `FileSystem`.
+"""The local file system behind the I/O seam (filesystem.py says which file system serves a path).
 
-Here is the local file system; object stores and HDFS (through `pyarrow.fs`) are a second
-implementation of the same small interface (object_store.py), so no other module calls `open()`
-or `os.*` on data files. Reads are positional (`read_at`) so a scan never depends on a file
-cursor, and the planner and executors can count the bytes and requests they cost (`IOStats`).
+No other module calls `open()` or `os.*` on data files. Reads are positional (`read_at`) so a
+scan never depends on a file cursor; every read is counted in an `IOStats` when one is given.
 """
 
 from __future__ import annotations
@@ -13,23 +11,11 @@ import fcntl
 import mmap
 import os
 import threading
-from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import LogLockedError
-
-
-@dataclass
-class IOStats:
-    """Bytes and requests served, for tests and for telling a user what a query cost."""
-
-    bytes_read: int = 0
-    read_requests: int = 0
-
-    def add(self, nbytes: int) -> None:
-        self.bytes_read += nbytes
-        self.read_requests += 1
+from ...errors import LogLockedError
+from .stats import IOStats
 
 
 class _OpenFile:
@@ -290,19 +276,3 @@ class LocalFileSystem:
 
 
 LOCAL = LocalFileSystem()
-
-
-def filesystem_for(path: str, config=None):
-    """The file system that serves `path`, and the path as that file system names it.
-
-    Local paths (plain or file://) go to LOCAL; URIs of object stores and HDFS to a
-    `pyarrow.fs`-backed store (storage/object_store.py), configured by `config` (a StoreConfig,
-    from the `fs.*` options), which keeps the URI as the path.
-    """
-    if path.startswith("file://"):
-        return LOCAL, path[len("file://"):]
-    if "://" not in path:
-        return LOCAL, path
-    from .object_store import DEFAULT_CONFIG, object_store_for
-
-    return object_store_for(path, config or DEFAULT_CONFIG), path.rstrip("/")

@@ -11,14 +11,18 @@ from typing import Iterator, NamedTuple
 
 import numpy as np
 
-from ..errors import CorruptDataError
-from ..format.batch import (DEFAULT_MAX_BATCH_BYTES, INT32_MAX, LOG_OVERHEAD, MIN_ENTRY_PREFIX,
-                            V2_HEADER_SIZE, BatchHeader, header_at, parse_header)
-from .index import DEFAULT_MAX_INDEX_BYTES, OffsetIndex, TimeIndex, rebuild_indexes
-from .io import LOCAL, IOStats
-from .log_files import (INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
-                        file_name)
-from .txn_index import TransactionIndex
+from ...errors import CorruptDataError
+from ...format.batch import (DEFAULT_MAX_BATCH_BYTES, INT32_MAX, LOG_OVERHEAD, MIN_ENTRY_PREFIX,
+                             V2_HEADER_SIZE, BatchHeader, header_at, parse_header)
+from ..io.local import LOCAL
+from ..io.stats import IOStats
+from ..log_files import (INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
+                         file_name)
+from ..txn.transaction_index import TransactionIndex
+from .abstract_index import DEFAULT_MAX_INDEX_BYTES
+from .offset_index import OffsetIndex
+from .segment_indexer import rebuild_indexes
+from .time_index import TimeIndex
 
 DEFAULT_CHUNK_BYTES = 1024 * 1024
 
@@ -143,7 +147,7 @@ class EntryScan:
                 f"short; recovery truncates them)", self.path, pos)
 
 
-class Segment:
+class LogSegment:
     """A segment's files, found by base offset. Indexes are opened (or rebuilt in memory, when a
     file is missing) on first use; `active` marks the last segment, whose indexes may lag."""
 
@@ -171,7 +175,7 @@ class Segment:
         self._size: int | None = None
 
     def __repr__(self) -> str:
-        return f"Segment({self.log_path!r})"
+        return f"LogSegment({self.log_path!r})"
 
     def path_for(self, suffix: str) -> str:
         return self.fs.join(self.directory, file_name(self.base_offset, suffix))
@@ -319,7 +323,8 @@ class Segment:
     def offset_for_timestamp(self, timestamp: int, log_start_offset: int = 0
                              ) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= `timestamp` (§8.2, 2-3)."""
-        from ..format.records import decode_batch  # records need the kernels; load them lazily
+        # the decoder needs the numba kernels: load them only when a lookup needs records
+        from ...format.record_decoder import decode_batch
 
         _, time_offset = self.time_index.lookup(timestamp)
         slot = self.offset_index.slot_for(max(time_offset, log_start_offset) - self.base_offset)
@@ -338,7 +343,7 @@ class Segment:
 
     def offset_of_max_timestamp(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record holding the segment's max timestamp (-3)."""
-        from ..format.records import decode_batch
+        from ...format.record_decoder import decode_batch
 
         max_ts, max_offset = self.max_timestamp_and_offset
         if max_ts < 0:

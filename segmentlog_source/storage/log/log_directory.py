@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Iterable, NamedTuple
 
-from ..errors import BadOptionError, LogNotFoundError
-from .io import filesystem_for
-from .log_files import LOG_SUFFIX, SWAP_SUFFIX, kind_of, offset_from_file_name
+from ...errors import BadOptionError, LogNotFoundError
+from ..io.filesystem import filesystem_for
+from ..log_files import LOG_SUFFIX, SWAP_SUFFIX, kind_of, offset_from_file_name
 
 SKIPPED_DIR_SUFFIXES = ("-delete", "-future", "-stray")
 REMOTE_INDEX_CACHE = "remote-log-index-cache"

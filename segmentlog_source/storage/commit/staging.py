@@ -18,14 +18,14 @@ so a failed or losing attempt only leaves orphans, and orphans go with their job
 from __future__ import annotations
 
 import re
-import uuid
 from typing import Iterator, NamedTuple
+import uuid
 
-from ..errors import CorruptDataError
-from ..format.batch import BatchHeader, iter_headers
-from .io import LOCAL
+from ...errors import CorruptDataError
+from ...format.batch import BatchHeader, iter_headers
+from ..io.local import LOCAL
+from ..log_files import STATE_DIR
 
-STATE_DIR = "_segmentlog"
 STAGING = "staging"
 STAGED_SUFFIX = ".batches"
 READ_CHUNK_BYTES = 4 * 1024 * 1024

@@ -1,7 +1,7 @@
 """A partition directory as one log: its segments, lookups by offset and timestamp, appends.
 
 Reading needs no lock and writes nothing. Writing (`open_for_append`) takes the partition's lock,
-recovers what a crash left (recovery.py), and then behaves like a leader's `UnifiedLog.append`:
+recovers what a crash left (log_loader.py), and then behaves like a leader's `UnifiedLog.append`:
 one batch per append, rolls on size, time, full indexes or offset overflow, a producer snapshot
 at every roll and at close, and a close that leaves the state a clean broker shutdown leaves.
 """
@@ -12,20 +12,21 @@ import bisect
 import struct
 from typing import Iterable, Iterator
 
-from ..errors import BadOptionError, CorruptDataError, DataLossError, LogNotFoundError
-from ..format.batch import BatchHeader, parse_header
+from ...errors import BadOptionError, CorruptDataError, DataLossError, LogNotFoundError
+from ...format.batch import BatchHeader, parse_header
+from ..io.filesystem import filesystem_for
+from ..io.stats import IOStats
+from ..log_files import LOG_START_OFFSET_CHECKPOINT, PARTITION_LOCK, PARTITION_METADATA
+from ..txn.producer_state_manager import ProducerStateManager, read_end_txn_marker, write_snapshot
+from ..txn.transaction_index import AbortedTxn
 from .checkpoints import (read_offset_checkpoint, read_partition_metadata, topic_id_string,
                           write_partition_metadata)
-from .io import IOStats, filesystem_for
 from .log_config import LogConfig
 from .log_directory import parse_partition_dir_name
-from .log_files import LOG_START_OFFSET_CHECKPOINT, PARTITION_LOCK, PARTITION_METADATA
-from .producer_state import ProducerState, read_end_txn_marker, write_snapshot
-from .recovery import (_delete_segment, create_empty_segment, load_for_append, plan_files,
-                       replay_producer_state)
-from .segment import DEFAULT_CHUNK_BYTES, Segment
+from .log_loader import (_delete_segment, create_empty_segment, load_for_append, plan_files,
+                         replay_producer_state)
+from .log_segment import DEFAULT_CHUNK_BYTES, LogSegment
 from .segment_appender import SegmentAppender
-from .txn_index import AbortedTxn
 
 # ListOffsets special timestamps (§8.2)
 LATEST_TIMESTAMP = -1
@@ -38,7 +39,7 @@ _LEADER_EPOCH_AT = 12
 
 
 class PartitionLog:
-    def __init__(self, fs, directory: str, topic: str, partition: int, segments: list[Segment],
+    def __init__(self, fs, directory: str, topic: str, partition: int, segments: list[LogSegment],
                  log_start_offset: int):
         self.fs = fs
         self.directory = directory
@@ -83,7 +84,7 @@ class PartitionLog:
         topic, partition = cls._identify(fs, path, topic, partition)
         # An unfinished swap is read as if it had finished; marker files are ignored (§9.1).
         logs = plan_files(fs, path).logs
-        segments = [Segment(path, base, fs, log_path=fs.join(path, name), stats=stats)
+        segments = [LogSegment(path, base, fs, log_path=fs.join(path, name), stats=stats)
                     for base, name in sorted(logs.items())]
         if segments:
             segments[-1].active = True
@@ -132,12 +133,12 @@ class PartitionLog:
             return self._appender.next_offset
         return self.segments[-1].read_next_offset() if self.segments else self.log_start_offset
 
-    def segment_for(self, offset: int) -> Segment | None:
+    def segment_for(self, offset: int) -> LogSegment | None:
         """The segment with the greatest base offset <= `offset` (a floor lookup)."""
         i = bisect.bisect_right(self._base_offsets, offset) - 1
         return self.segments[i] if i >= 0 else None
 
-    def position_for_offset(self, offset: int) -> tuple[Segment, int]:
+    def position_for_offset(self, offset: int) -> tuple[LogSegment, int]:
         """(segment, byte position) of the first batch whose last offset is >= `offset` (§8.1).
 
         The log end offset maps to the end of the last segment. Offsets outside
@@ -184,7 +185,7 @@ class PartitionLog:
 
     def iter_entries(self, start_offset: int | None = None, *,
                      chunk_bytes: int = DEFAULT_CHUNK_BYTES, verify_crc: bool = False
-                     ) -> Iterator[tuple[Segment, BatchHeader, memoryview]]:
+                     ) -> Iterator[tuple[LogSegment, BatchHeader, memoryview]]:
         """Every batch from the one holding `start_offset` (default: the log start) onwards.
 
         A partial batch at the end of the last segment (a live or crashed writer) ends the
@@ -209,7 +210,7 @@ class PartitionLog:
         as recovery would find them.
         """
         if not all(s.has_index_files for s in self.segments):
-            state = ProducerState(map_end_offset=self.segments[0].base_offset)
+            state = ProducerStateManager(map_end_offset=self.segments[0].base_offset)
             return [t for t in replay_producer_state(state, self.segments, upper_bound)
                     if t.last_offset >= start_offset and t.first_offset < upper_bound]
         segment = self.segment_for(start_offset)
@@ -318,7 +319,7 @@ class PartitionLog:
 
         `offset` must start a batch (or be past the last whole one). Later segments are
         deleted, the one holding `offset` is cut there and loses its indexes, and the partition
-        is reloaded as after a crash (recovery.py rebuilds those indexes, producer state,
+        is reloaded as after a crash (log_loader.py rebuilds those indexes, producer state,
         leader epochs, snapshots). It works from the files, not from the in-memory state, so
         it also undoes an append that failed half-way (a torn batch). The lock stays held.
         """

@@ -17,8 +17,8 @@ from __future__ import annotations
 import struct
 from typing import Iterable, NamedTuple
 
-from ..errors import CorruptDataError
-from .io import LOCAL
+from ...errors import CorruptDataError
+from ..io.local import LOCAL
 
 TXN_ENTRY_SIZE = 34
 _ENTRY = struct.Struct(">hqqqq")

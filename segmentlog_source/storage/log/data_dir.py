@@ -8,13 +8,12 @@ runs, so a mistyped path cannot scatter segments into someone's home directory.
 
 from __future__ import annotations
 
-from ..errors import LogNotFoundError
+from ...errors import LogNotFoundError
+from ..io.local import LOCAL
+from ..log_files import CLEAN_SHUTDOWN_MARKER, PARTITION_METADATA, STATE_DIR, kind_of
 from .checkpoints import read_partition_metadata
-from .io import LOCAL
-from .log_directory import METADATA_TOPIC, REMOTE_INDEX_CACHE, find_partitions, \
-    parse_partition_dir_name
-from .log_files import CLEAN_SHUTDOWN_MARKER, PARTITION_METADATA, kind_of
-from .staging import STATE_DIR
+from .log_directory import (METADATA_TOPIC, REMOTE_INDEX_CACHE, find_partitions,
+                            parse_partition_dir_name)
 
 # Files a broker keeps in a data directory (meta.properties, .lock, the offset checkpoints).
 _BROKER_FILES = ("meta.properties", ".lock", CLEAN_SHUTDOWN_MARKER)

@@ -1,0 +1,99 @@
+"""What one `segmentlog dump` run shares between the file handlers (dump_log.py,
+dump_indexes.py): its options, where it writes, and the problems reported at the end."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import json
+from typing import TextIO
+
+from ..errors import BadOptionError
+from ..format.batch import INT32_MAX
+from ..storage.log_files import offset_from_file_name
+
+DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class DumpOptions:
+    deep_iteration: bool = False
+    print_data_log: bool = False
+    verify_index_only: bool = False
+    index_sanity_check: bool = False
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    max_bytes: int = INT32_MAX
+    skip_record_metadata: bool = False
+    json: bool = False
+
+    @property
+    def deep(self) -> bool:
+        # Kafka: --print-data-log implies --deep-iteration.
+        return self.deep_iteration or self.print_data_log
+
+
+@dataclass
+class DumpProblems:
+    """What Kafka prints on stderr after all files, keyed by the file's absolute path."""
+
+    index_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    time_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    time_out_of_order: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    time_not_found: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    non_consecutive: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+
+    @staticmethod
+    def add(group: dict, path: str, pair: tuple[int, int]) -> None:
+        group.setdefault(path, []).append(pair)
+
+    def write(self, err: TextIO) -> None:
+        # Kafka prepends index mismatches and non-consecutive pairs to Scala lists, so each
+        # file's pairs come out last-found first; the time-index groups keep discovery order.
+        for path, pairs in self.index_mismatches.items():
+            err.write(f"Mismatches in :{path}\n")
+            err.writelines(f"  Index offset: {i}, log offset: {o}\n" for i, o in reversed(pairs))
+        for path, pairs in self.time_mismatches.items():
+            err.write(f"Found timestamp mismatch in :{path}\n")
+            err.writelines(f"  Index timestamp: {i}, log timestamp: {t}\n" for i, t in pairs)
+        for path, pairs in self.time_out_of_order.items():
+            err.write(f"Found out of order timestamp in :{path}\n")
+            err.writelines(f"  Index timestamp: {i}, Previously indexed timestamp: {p}\n"
+                           for i, p in pairs)
+        for pairs in self.time_not_found.values():
+            err.write("The following indexed offsets are not found in the log.\n")
+            err.writelines(f"Indexed offset: {i}, found log offset: {o}\n" for i, o in pairs)
+        for path, pairs in self.non_consecutive.items():
+            err.write(f"Non-consecutive offsets in {path}\n")
+            err.writelines(f"  {a} is followed by {b}\n" for a, b in reversed(pairs))
+
+
+class Dumper:
+    """The output of a dump: lines (or JSON objects) on `out`, Kafka's problem report on `err`."""
+
+    def __init__(self, options: DumpOptions, out: TextIO, err: TextIO, config=None):
+        self.options = options
+        self.config = config  # a StoreConfig for URIs (None: the stores' own defaults)
+        self.out = out
+        self.err = err
+        self.problems = DumpProblems()
+
+    def line(self, text: str) -> None:
+        if not self.options.json:
+            self.out.write(text + "\n")
+
+    def obj(self, kind: str, **fields) -> None:
+        if self.options.json:
+            self.out.write(json.dumps({"kind": kind, **fields}, ensure_ascii=False) + "\n")
+
+    def base_offset_of(self, fs, shown: str) -> int:
+        """The segment base offset a file name starts with (Kafka: name.split('.')(0).toLong)."""
+        name = fs.basename(shown)
+        offset = offset_from_file_name(name)
+        if offset is None:
+            raise BadOptionError("--files", shown, "a segment file name must start with the "
+                                 "segment's base offset, e.g. 00000000000000000000.log")
+        return offset
+
+    def finish(self) -> None:
+        self.problems.write(self.err)
+
+

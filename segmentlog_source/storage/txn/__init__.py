@@ -1,0 +1,2 @@
+"""Producer and transaction state: producer snapshots (ProducerStateManager) and the
+transaction index of aborted transactions (TransactionIndex)."""
