@@ -49,6 +49,11 @@ class CorruptDataError(SegmentLogError):
         return (type(self), (self.reason, self.path, self.position))
 
 
+class FileChangedError(CorruptDataError):
+    """A file that is not what the read was planned on (replaced, or shorter than planned):
+    its byte positions no longer describe it, so nothing is salvaged from it."""
+
+
 class BadOptionError(SegmentLogError, ValueError):
     """An option (Spark reader/writer option, CLI flag, config) with an unusable value."""
 
@@ -60,6 +65,11 @@ class BadOptionError(SegmentLogError, ValueError):
 
     def __reduce__(self):
         return (type(self), (self.name, self.value, self.reason))
+
+
+class UnrepresentableValueError(SegmentLogError):
+    """A value the log holds that Spark's types cannot (a timestamp whose microseconds pass a
+    long): Spark's Kafka source fails on it too, with an ArithmeticException."""
 
 
 class DataLossError(SegmentLogError):

@@ -68,6 +68,8 @@ ATTR_DELETE_HORIZON = 0x40
 NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
 INT32_MAX = 2**31 - 1
+# The largest offset a batch may hold: the offset after it (the log end offset) must fit a long.
+MAX_OFFSET = 2**63 - 2
 
 _PREFIX = struct.Struct(">qi")            # offset/baseOffset, length
 _V2 = struct.Struct(">qiibIhiqqqhii")     # the whole 61-byte header
@@ -211,13 +213,24 @@ def header_at(buf, pos: int, *, base_position: int = 0) -> BatchHeader:
         if last_delta < 0:
             raise CorruptDataError(f"negative lastOffsetDelta {last_delta}", None,
                                    base_position + pos)
+        _check_offsets(base_offset, base_offset + last_delta, base_position + pos)
         return BatchHeader(base_position + pos, length + LOG_OVERHEAD, magic, base_offset,
                            base_offset + last_delta, crc, attributes & 0xFFFF, epoch, base_ts,
                            max_ts, producer_id, producer_epoch, base_seq, count)
     offset, length, crc, _magic, attributes = _LEGACY.unpack_from(buf, pos)
+    _check_offsets(offset, offset, base_position + pos)
     timestamp = _INT64.unpack_from(buf, pos + 18)[0] if magic == 1 else -1
     return BatchHeader(base_position + pos, length + LOG_OVERHEAD, magic, offset, offset, crc,
                        attributes & 0xFF, -1, timestamp, timestamp)
+
+
+def _check_offsets(first: int, last: int, where: int) -> None:
+    # Offsets are outside the CRC: these are the bounds no broker can write past.
+    if first < 0:
+        raise CorruptDataError(f"negative offset {first}", None, where)
+    if last > MAX_OFFSET:
+        raise CorruptDataError(f"last offset {last} leaves no room for the next offset (the "
+                               f"largest is {MAX_OFFSET})", None, where)
 
 
 def iter_headers(buf, start: int = 0, end: int | None = None, *, base_position: int = 0,

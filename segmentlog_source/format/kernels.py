@@ -92,8 +92,9 @@ def scan_records(buf, starts, ends, counts, base_offsets, base_timestamps, max_t
     """Pass 1: walk and validate every record of every batch; index the rows in the filter.
 
     Batch b's records are buf[starts[b]:ends[b]], counts[b] of them. A record is kept when
-    offset_lo <= offset < offset_hi and ts_lo <= timestamp < ts_hi (timestamp after the
-    LogAppendTime rule: log_append[b] != 0 means every record's timestamp is max_timestamps[b]).
+    offset_lo <= offset < offset_hi and ts_lo <= timestamp < ts_hi, an upper bound of INT64_MAX
+    being none (timestamp after the LogAppendTime rule: log_append[b] != 0 means every record's
+    timestamp is max_timestamps[b]).
     For kept row r it writes offset, timestamp, batch index, where the key / value / headers
     start in buf and their lengths (-1 = null), and sums the byte totals and null counts into
     state, so pass 2 can allocate exact buffers. Returns the error code (0 = fine; then state
@@ -189,7 +190,9 @@ def scan_records(buf, starts, ends, counts, base_offsets, base_timestamps, max_t
             if p != limit:
                 return _fail(state, ERR_RECORD_SIZE, b, i, pos - starts[b], size)
             pos = limit
-            if offset_lo <= offset < offset_hi and ts_lo <= timestamp < ts_hi:
+            # an upper bound of INT64_MAX means none: no value is ever dropped by the bound
+            if (offset_lo <= offset and (offset < offset_hi or offset_hi == INT64_MAX)
+                    and ts_lo <= timestamp and (timestamp < ts_hi or ts_hi == INT64_MAX)):
                 out_offset[rows] = offset
                 out_timestamp[rows] = timestamp
                 out_batch[rows] = b

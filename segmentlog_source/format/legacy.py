@@ -83,12 +83,21 @@ def decode_legacy_entry(entry, header: BatchHeader | None = None, *, verify_crc:
 
     wrapper_offset = header.last_offset
     base = 0  # magic 0 inner offsets are absolute; so are magic 1's when the wrapper's is 0
+    relative_as_is = magic == 1 and wrapper_offset == 0
     if magic == 1 and wrapper_offset != 0:
         last_inner = entries[-1][0]
         if wrapper_offset < last_inner:
             raise CorruptDataError(f"wrapper offset {wrapper_offset} is below its last inner "
                                    f"offset {last_inner}", None, where)
         base = wrapper_offset - last_inner
+    offsets = [base + e[0] for e in entries]
+    if any(b <= a for a, b in zip(offsets, offsets[1:])):
+        raise CorruptDataError(f"inner offsets {offsets[0]}..{offsets[-1]} of the wrapper at "
+                               f"offset {wrapper_offset} do not increase", None, where)
+    if (offsets[-1] != wrapper_offset and not relative_as_is) or offsets[0] < 0:
+        # The wrapper's offset is outside every CRC; its inner messages' are inside one.
+        raise CorruptDataError(f"wrapper offset {wrapper_offset} is not its last inner offset "
+                               f"{offsets[-1]}", None, where)
     log_append_time = magic == 1 and bool(header.attributes & ATTR_TIMESTAMP_TYPE)
     records = []
     for inner_offset, inner_magic, inner_timestamp, inner_key, inner_value in entries:

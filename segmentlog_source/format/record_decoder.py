@@ -8,7 +8,7 @@ Legacy (magic 0/1) entries take legacy.py's path. Record layout: records.py.
 from __future__ import annotations
 
 from itertools import chain
-from typing import Iterable
+from typing import Iterable, Iterator, NamedTuple
 
 from crc32c import crc32c
 import numpy as np
@@ -25,6 +25,13 @@ from .records import (ALL_FIELDS, BinaryColumn, DecodedBatch, HeaderColumns, Rec
 from .varint import ERR_TRUNCATED, ERR_VARINT_TOO_LONG, ERR_VARLONG_TOO_LONG
 
 _FULL_RANGE = (K.INT64_MIN, K.INT64_MAX)
+# decode_parts' default: decompressed record bytes per part (a single bigger batch is one part)
+DECODE_PART_BYTES = 16 * 1024 * 1024
+
+
+class DecodedPart(NamedTuple):
+    columns: RecordColumns
+    entries_done: int   # how many of the entries given are decoded once this part is used
 
 ERROR_REASONS = {
     ERR_TRUNCATED: "a field runs past the end of its record",
@@ -46,6 +53,11 @@ def _kernels(jit: bool):
     if jit:
         return K.scan_records, K.gather_payloads
     return K.scan_records.py_func, K.gather_payloads.py_func
+
+
+def _within(value: int, lo: int, hi: int) -> bool:
+    """lo <= value < hi, where hi == INT64_MAX is no bound (as in kernels.scan_records)."""
+    return lo <= value and (value < hi or hi == K.INT64_MAX)
 
 
 # Columns of np.array(list_of_BatchHeaders): a BatchHeader is a tuple of ints.
@@ -77,48 +89,83 @@ class ColumnarDecoder:
     def decode(self, entries: Iterable[tuple[BatchHeader, bytes | memoryview]], *,
                offsets: tuple[int, int] | None = None,
                timestamps: tuple[int, int] | None = None) -> RecordColumns:
-        """All records of `entries` with lo <= offset < hi and lo <= timestamp < hi, in order.
+        """All records of `entries` with lo <= offset < hi and lo <= timestamp < hi, in order,
+        as one RecordColumns (decode_parts says how, and bounds the memory it takes)."""
+        parts = [p.columns for p in self.decode_parts(entries, offsets=offsets,
+                                                      timestamps=timestamps, max_bytes=None)]
+        if not parts:
+            return self._decode_v2([], np.zeros((0, 14), np.int64), _FULL_RANGE * 2)
+        return parts[0] if len(parts) == 1 else concat_columns(parts)
+
+    def decode_parts(self, entries: Iterable[tuple[BatchHeader, bytes | memoryview]], *,
+                     offsets: tuple[int, int] | None = None,
+                     timestamps: tuple[int, int] | None = None,
+                     max_bytes: int | None = DECODE_PART_BYTES) -> Iterator[DecodedPart]:
+        """The records of `entries` (filtered as `decode` says) in parts, in order, each holding
+        the records of about `max_bytes` of decompressed batches (a single bigger batch alone):
+        a chunk of many small, highly compressed batches is decompressed a part at a time, so
+        memory stays near one part whatever the chunk holds. None: one part for it all.
 
         Entries are (header, exactly that entry's bytes), in log order; views of one chunk (as
-        storage yields them) are read in place. Batches wholly outside the ranges are skipped
-        unread (nor CRC-checked): by offset range, and by maxTimestamp, which bounds every
-        record's timestamp in a batch Kafka wrote. Legacy entries take legacy.py's path. Errors
-        are CorruptDataError at the failing batch's header.position (so in the frame the headers
+        storage yields them) are read in place. Batches wholly outside the ranges are not
+        decoded: by offset range, and by maxTimestamp, which bounds every record's timestamp in
+        a batch Kafka wrote (that field is CRC-covered, so with verify_crc a batch skipped for
+        it has its CRC checked). Legacy entries take legacy.py's path. Errors are
+        CorruptDataError at the failing batch's header.position (so in the frame the headers
         were parsed in), the record and byte within the batch named in the message.
         """
         ranges = (*(offsets or _FULL_RANGE), *(timestamps or _FULL_RANGE))
         entries = list(entries)
         # Per-batch work is done on all headers at once: at ~140 records per 16 KiB batch,
         # a few microseconds of Python per batch would cost as much as the records themselves.
-        try:
-            meta = np.fromiter(chain.from_iterable(h for h, _ in entries), np.int64,
-                               14 * len(entries)).reshape(len(entries), 14)
-        except OverflowError:  # only last_offset can pass int64: a corrupt base offset
-            header = next(h for h, _ in entries if h.last_offset > K.INT64_MAX)
-            raise CorruptDataError(f"base offset {header.base_offset} + lastOffsetDelta passes "
-                                   "the largest offset", None, header.position) from None
+        meta = np.fromiter(chain.from_iterable(h for h, _ in entries), np.int64,
+                           14 * len(entries)).reshape(len(entries), 14)
         magic = meta[:, _MAGIC]
         first_known = (magic == 2) | (meta[:, _ATTRS] & 7 == 0)
         # (a legacy compressed wrapper's base_offset is its last offset: no lower bound there)
-        keep = ~((meta[:, _LAST] < ranges[0]) | (first_known & (meta[:, _BASE] >= ranges[1]))
-                 | ((magic == 2) & (meta[:, _MAX_TS] < ranges[2])))
-        if not keep.all():
-            entries, meta = [e for e, k in zip(entries, keep.tolist()) if k], meta[keep]
+        out_of_range = (meta[:, _LAST] < ranges[0]) | (first_known & (meta[:, _BASE] >= ranges[1]))
+        too_old = (magic == 2) & (meta[:, _MAX_TS] < ranges[2]) & ~out_of_range
         sizes = np.fromiter((len(e) for _, e in entries), np.int64, len(entries))
         for i in np.flatnonzero(sizes != meta[:, _SIZE])[:1].tolist():
             raise CorruptDataError(f"entry has {sizes[i]} bytes but its header declares "
                                    f"{meta[i, _SIZE]}", None, entries[i][0].position)
-        legacy = np.flatnonzero(meta[:, _MAGIC] < 2).tolist()
-        if not legacy:
-            return self._decode_v2(entries, meta, ranges)
-        parts, start = [], 0
-        for i in legacy + [len(entries)]:
-            if i > start:
-                parts.append(self._decode_v2(entries[start:i], meta[start:i], ranges))
-            if i < len(entries):
-                parts.append(self._decode_legacy(*entries[i], ranges))
-            start = i + 1
-        return parts[0] if len(parts) == 1 else concat_columns(parts)
+        if self.verify_crc and too_old.any():
+            skipped = np.flatnonzero(too_old).tolist()
+            _check_crcs([entries[i] for i in skipped], meta[skipped],
+                        [memoryview(entries[i][1]) for i in skipped])
+        kept = np.flatnonzero(~(out_of_range | too_old))
+        run: list[int] = []        # consecutive v2 batches to decode with one kernel call
+        areas: list = []           # their record areas, decompressed, when any is compressed
+        run_bytes = 0
+        for i in kept.tolist():
+            header, entry = entries[i]
+            if header.magic < 2:
+                if run:
+                    yield self._part(entries, meta, run, areas, ranges)
+                    run, areas, run_bytes = [], [], 0
+                yield DecodedPart(self._decode_legacy(header, entry, ranges), i + 1)
+                continue
+            if header.codec or areas:
+                if not areas:   # the run so far was uncompressed: keep its areas as they are
+                    areas = [memoryview(entries[j][1])[V2_HEADER_SIZE:] for j in run]
+                if self.verify_crc:
+                    _check_crcs([entries[i]], meta[i:i + 1], [memoryview(entry)])
+                area = memoryview(entry)[V2_HEADER_SIZE:]
+                areas.append(self._decompress(header, area) if header.codec else area)
+                run_bytes += len(areas[-1])
+            else:
+                run_bytes += header.size
+            run.append(i)
+            if max_bytes is not None and areas and run_bytes >= max_bytes:
+                yield self._part(entries, meta, run, areas, ranges)
+                run, areas, run_bytes = [], [], 0
+        if run:
+            yield self._part(entries, meta, run, areas, ranges)
+
+    def _part(self, entries: list, meta: np.ndarray, run: list[int], areas: list,
+              ranges) -> DecodedPart:
+        columns = self._decode_v2([entries[i] for i in run], meta[run], ranges, areas or None)
+        return DecodedPart(columns, run[-1] + 1)
 
     def _decompress(self, header: BatchHeader, area):
         if header.codec >= len(CODEC_NAMES):
@@ -137,26 +184,28 @@ class ColumnarDecoder:
         kwargs = {} if self.max_decompressed is None else {"max_decompressed":
                                                            self.max_decompressed}
         _first, records = decode_legacy_entry(entry, header, verify_crc=self.verify_crc, **kwargs)
-        kept = [r for r in records if off_lo <= r.offset < off_hi and ts_lo <= r.timestamp < ts_hi]
+        kept = [r for r in records if _within(r.offset, off_lo, off_hi)
+                and _within(r.timestamp, ts_lo, ts_hi)]
         return select_fields(RecordColumns.from_records(kept, header.timestamp_type), self.fields)
 
-    def _decode_v2(self, entries: list, meta: np.ndarray, ranges) -> RecordColumns:
-        """One kernel call over consecutive v2 batches."""
+    def _decode_v2(self, entries: list, meta: np.ndarray, ranges,
+                   areas: list | None = None) -> RecordColumns:
+        """One kernel call over consecutive v2 batches. `areas`: their record areas, already
+        CRC-checked and decompressed (decode_parts does that when any is compressed)."""
         nb = len(entries)
         compressed = (meta[:, _ATTRS] & 7) != 0
         shared = None
-        if nb and self.verify_crc and not compressed.any():
+        if nb and self.verify_crc and areas is None:
             shared = _shared_buffer(entries, meta)
         if shared is not None:  # record areas read in place: the CRCs checked those very bytes
             buf, starts = shared
             starts += V2_HEADER_SIZE
             ends = starts - V2_HEADER_SIZE + meta[:, _SIZE]
         else:  # copy the record areas (decompressed where needed) into one buffer
-            if self.verify_crc:
-                _check_crcs(entries, meta, [memoryview(e) for _, e in entries])
-            areas = [memoryview(e)[V2_HEADER_SIZE:] for _, e in entries]
-            for i in np.flatnonzero(compressed).tolist():
-                areas[i] = self._decompress(entries[i][0], areas[i])
+            if areas is None:
+                if self.verify_crc:
+                    _check_crcs(entries, meta, [memoryview(e) for _, e in entries])
+                areas = [memoryview(e)[V2_HEADER_SIZE:] for _, e in entries]
             bounds = np.zeros(nb + 1, np.int64)
             np.cumsum([len(a) for a in areas], out=bounds[1:])
             buf = np.frombuffer(areas[0] if nb == 1 else b"".join(areas), np.uint8)

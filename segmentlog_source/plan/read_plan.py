@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..errors import LogNotFoundError
+from ..errors import DataLossError, LogNotFoundError
 from ..format.batch import V2_HEADER_SIZE
 from ..storage.commit.commit_log import pending_commit_offsets
 from ..storage.io.stats import IOStats
@@ -62,7 +62,7 @@ class ReadPlan:
 
 
 class _SegmentView:
-    """A storage Segment as the planner sees it (scan_plan.SegmentView)."""
+    """A storage LogSegment as the planner sees it (scan_plan.SegmentView)."""
 
     def __init__(self, segment):
         self._segment = segment
@@ -83,7 +83,7 @@ class _SegmentView:
     def locate(self, offset: int):
         # Probe one header per hop: the planner reads headers, not batches (on object stores a
         # hop is a small ranged read; reading the whole index interval at once cost 2x the bytes).
-        return self._segment.translate_offset(offset, probe_bytes=V2_HEADER_SIZE)
+        return self._segment.locate(offset, probe_bytes=V2_HEADER_SIZE)
 
     def time_index_entries(self):
         timestamps, offsets = self._segment.time_index.arrays()
@@ -104,9 +104,17 @@ class _PartitionView:
         self.log_start_offset = log.log_start_offset
         self.log_end_offset = log.log_end_offset
         self.segments = [_SegmentView(s) for s in log.segments]
+        self.compacted = log.compacted
 
     def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
         return self._log.offset_for_timestamp(timestamp_ms)
+
+
+def _data_loss(opts: ReadOptions, plan: ReadPlan, what: str) -> None:
+    """Lost data the planner found: an error, or with failOnDataLoss=false a note (logged)."""
+    if opts.fail_on_data_loss:
+        raise DataLossError(f"{what} (with failOnDataLoss=false the rest is read)")
+    plan.notes.append(what)
 
 
 def _index_paths(segments) -> list[str]:
@@ -147,6 +155,8 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
         by_time = opts.starting.by_timestamp() or opts.ending.by_timestamp()
         fs.prefetch(_index_paths(log.segments if by_time else log.segments[-1:]))
         view = _PartitionView(log)
+        for loss in log.lost_data():
+            _data_loss(opts, plan, loss)
         # The end offset first, then the unfinished commits: a commit that starts between the
         # two reads is then capped too (storage/commit/commit_log.py says why the order matters).
         pending = pending_commits(fs, fs.dirname(pdir.path)).get((pdir.topic, pdir.partition))
@@ -164,7 +174,12 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
             continue
         fs.prefetch(_index_paths(seg for seg, end in zip(log.segments, segment_end_offsets(view))
                                  if seg.base_offset < hi and end > lo))
-        part_tasks = [replace(t, file_size=fs.size(t.path)) for t in plan_partition(view, lo, hi)]
+        def missing(seg, first: int, end: int, name=log.name) -> None:
+            _data_loss(opts, plan, f"offsets {first}..{end - 1} of {name} are missing: "
+                       f"{seg.log_path} ends below them and no segment holds them")
+
+        part_tasks = [replace(t, file_size=fs.size(t.path))
+                      for t in plan_partition(view, lo, hi, missing)]
         for seg in view.segments:
             if any(t.path == seg.log_path for t in part_tasks):
                 positions[seg.log_path] = seg.offset_index_entries()[1]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -31,8 +31,10 @@ class SegmentView(Protocol):
         """(absolute offsets, byte positions) of the `.index`, validated; empty if missing."""
 
     def locate(self, offset: int):
-        """The header (position, end, base_offset, first_offset_known) of the first batch whose
-        last offset is >= `offset`, or None."""
+        """(header, previous last offset): the header (position, end, base_offset, last_offset,
+        first_offset_known) of the first batch whose last offset is >= `offset`, and the last
+        offset of the batch before it (None: it is the segment's first). With no such batch:
+        (None, the segment's last offset, or None when it holds no batch)."""
 
     def time_index_entries(self) -> tuple[np.ndarray, np.ndarray] | None:
         """(timestamps, absolute offsets) of the `.timeindex`, or None if it cannot be trusted
@@ -45,6 +47,7 @@ class PartitionView(Protocol):
     log_start_offset: int
     log_end_offset: int
     segments: Sequence[SegmentView]
+    compacted: bool   # signs of compaction: offset gaps are the cleaner's, not lost data
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,13 @@ class ScanTask:
     """Read `[start, end)` of one segment file; keep rows with offsets in `[offset_lo, offset_hi)`.
 
     `start` and `end` are batch boundaries (index positions, 0, or the file size at planning).
+    Batch offsets are outside the CRC, so the executor checks each batch against its neighbours
+    (storage.log.batch_sequence), and these say what lies around the range:
+    `after_offset`, the last offset of the batch before `start` (None at the segment start, where
+    the first batch must lie at or above `segment_base`); `start_checked` False when the range
+    starts where another task's range ends (that task checks the batch it meets there);
+    `ends_segment`, whether `end` is the end of the segment's batches, then followed by
+    `next_segment_base` (None for the last segment); else the executor reads the header at `end`.
     """
 
     topic: str
@@ -62,6 +72,12 @@ class ScanTask:
     offset_lo: int
     offset_hi: int
     file_size: int | None = None   # the whole file's size at planning (None: not recorded)
+    segment_base: int = 0
+    after_offset: int | None = None
+    start_checked: bool = True
+    ends_segment: bool = True
+    next_segment_base: int | None = None
+    compacted: bool = False
 
     @property
     def nbytes(self) -> int:
@@ -98,38 +114,62 @@ def timestamp_floor_offset(part: PartitionView, timestamp_ms: int) -> int | None
     return None
 
 
-def byte_range(seg: SegmentView, seg_end_offset: int, lo: int, hi: int) -> tuple[int, int]:
-    """The byte range of `seg` holding exactly the batches with offsets in `[lo, hi)`.
+def byte_range(seg: SegmentView, seg_end_offset: int, lo: int, hi: int
+               ) -> tuple[int, int, int | None, int | None]:
+    """(start, end, after_offset, missing_from): the byte range of `seg` holding exactly the
+    batches with offsets in `[lo, hi)`; the last offset of the batch before `start` (None at 0);
+    and, when `lo` lies after the segment's last batch, the first offset no batch holds.
 
     Each end is found the way a broker serves a fetch: the `.index` entry at or below the
     offset, then a hop over batch headers (a few bytes each) to the batch itself.
     """
     size = seg.size
-    start = 0
+    start, after, missing_from = 0, None, None
     if lo > seg.base_offset:
-        first = seg.locate(lo)
-        start = size if first is None else first.position
+        first, after = seg.locate(lo)
+        if first is None:
+            start = size
+            missing_from = seg.base_offset if after is None else after + 1
+            after = None
+        else:
+            start = first.position
     end = size
     if hi < seg_end_offset:
-        last = seg.locate(hi)     # the first batch that holds an offset >= hi
+        last, _ = seg.locate(hi)     # the first batch that holds an offset >= hi
         if last is not None:
             # it may also hold offsets below hi (a legacy wrapper's first offset is unknown)
             wanted = not last.first_offset_known or last.base_offset < hi
             end = last.end if wanted else last.position
-    return start, max(start, end)
+    return start, max(start, end), after, missing_from
 
 
-def plan_partition(part: PartitionView, lo: int, hi: int) -> list[ScanTask]:
-    """One task per touched segment, covering the offsets `[lo, hi)`."""
+def plan_partition(part: PartitionView, lo: int, hi: int,
+                   on_missing: Callable[[SegmentView, int, int], None] | None = None
+                   ) -> list[ScanTask]:
+    """One task per touched segment, covering the offsets `[lo, hi)`.
+
+    `on_missing(segment, first, end)` hears of offsets [first, end) in the requested range that
+    lie after a segment's last batch, below the next segment: in a partition with no sign of
+    compaction, lost data (a gap between batches is the executor's to find, when it reads them).
+    """
     tasks = []
     if lo >= hi:
         return tasks
-    for seg, seg_end in zip(part.segments, segment_end_offsets(part)):
+    segments = list(part.segments)
+    ends = segment_end_offsets(part)
+    for i, (seg, seg_end) in enumerate(zip(segments, ends)):
         if seg_end <= lo or seg.base_offset >= hi or seg.size == 0:
             continue
-        start, end = byte_range(seg, seg_end, lo, hi)
+        start, end, after, missing_from = byte_range(seg, seg_end, lo, hi)
+        if (missing_from is not None and missing_from < seg_end and not part.compacted
+                and on_missing is not None):
+            on_missing(seg, missing_from, seg_end)
         if end > start:
-            tasks.append(ScanTask(part.topic, part.partition, seg.log_path, start, end, lo, hi))
+            next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
+            tasks.append(ScanTask(part.topic, part.partition, seg.log_path, start, end, lo, hi,
+                                  segment_base=seg.base_offset, after_offset=after,
+                                  ends_segment=end == seg.size, next_segment_base=next_base,
+                                  compacted=part.compacted))
     return tasks
 
 
@@ -155,6 +195,9 @@ def group_tasks(tasks: list[ScanTask], index_positions: dict[str, np.ndarray],
         candidates.extend(int(p) - t.start + at for p in inside)
         at += t.nbytes
     candidates = np.unique(np.array(candidates + [total], dtype=np.int64))
+    # no more groups than there are places to cut: a huge minPartitions (or a tiny
+    # maxBytesPerPartition) must not loop billions of times for nothing
+    groups_wanted = min(groups_wanted, len(candidates) - 1)
     cuts = []
     for k in range(1, groups_wanted):
         ideal = k * total / groups_wanted
@@ -170,7 +213,11 @@ def group_tasks(tasks: list[ScanTask], index_positions: dict[str, np.ndarray],
         for t, t_at in zip(tasks, starts):
             a, b = max(lo, t_at), min(hi, t_at + t.nbytes)
             if b > a:
-                group.append(replace(t, start=t.start + a - t_at, end=t.start + b - t_at))
+                start, end = t.start + a - t_at, t.start + b - t_at
+                group.append(replace(t, start=start, end=end,
+                                     start_checked=t.start_checked and start == t.start,
+                                     after_offset=t.after_offset if start == t.start else None,
+                                     ends_segment=t.ends_segment and end == t.end))
         if group:
             groups.append(tuple(group))
     return groups

@@ -16,7 +16,7 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
-from ..errors import CorruptDataError
+from ..errors import CorruptDataError, UnrepresentableValueError
 from ..format.arrow import to_arrow
 from ..format.record_decoder import ColumnarDecoder
 from ..plan.predicates import RowFilter
@@ -25,7 +25,7 @@ from ..plan.scan_plan import ScanTask
 from ..storage.io.filesystem import filesystem_for
 from ..storage.io.stats import IOStats
 from ..storage.io.store_config import DEFAULT_CONFIG, StoreConfig
-from ..storage.log.log_segment import EntryScan
+from ..storage.log.checked_scan import CheckedScan
 from ..storage.txn.producer_state_manager import read_end_txn_marker
 from .schema import arrow_schema
 
@@ -53,6 +53,23 @@ def _topic_array(topic: str, n: int) -> pa.Array:
         if raw else np.zeros(n + 1, np.int32)
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets),
                                                   pa.py_buffer(raw * n)])
+
+
+# Spark's timestamps are microseconds in a long: milliseconds beyond these do not fit.
+_MAX_TIMESTAMP_MS = (2**63 - 1) // 1000
+_MIN_TIMESTAMP_MS = -(2**63) // 1000 + 1
+
+
+def _check_timestamps(task: ScanTask, columns) -> None:
+    """Refuse a timestamp that would wrap in microseconds, naming where it is (Spark's Kafka
+    source fails on it too: DateTimeUtils.fromJavaTimestamp overflows with multiplyExact)."""
+    ts = columns.timestamps
+    if ts.max() > _MAX_TIMESTAMP_MS or ts.min() < _MIN_TIMESTAMP_MS:
+        i = int(np.flatnonzero((ts > _MAX_TIMESTAMP_MS) | (ts < _MIN_TIMESTAMP_MS))[0])
+        raise UnrepresentableValueError(
+            f"{task.path}: the record at offset {int(columns.offsets[i])} has timestamp "
+            f"{int(ts[i])} ms, beyond what a Spark timestamp holds (microseconds in a long, "
+            f"+-{_MAX_TIMESTAMP_MS} ms)")
 
 
 class _AbortTracker:
@@ -111,82 +128,93 @@ class GroupScan:
         aborted = [a for a in self.group.aborted
                    if (a.topic, a.partition) == (task.topic, task.partition)]
         tracker = _AbortTracker(aborted) if self.settings.read_committed else None
+        verify = self.settings.verify_checksums
         fs, path = filesystem_for(task.path, self.settings.store)
-        scan = EntryScan(fs, path, task.start, task.end, chunk_bytes=fs.read_ahead_bytes,
-                         stats=self.stats,
-                         expected_size=task.file_size if fs.immutable_objects else None)
+        scan = CheckedScan(fs, path, task.start, task.end, segment_base=task.segment_base,
+                           after_offset=task.after_offset, start_checked=task.start_checked,
+                           ends_segment=task.ends_segment, next_segment_base=task.next_segment_base,
+                           compacted=task.compacted, verify_crc=verify,
+                           salvage=not self.settings.fail_on_data_loss, stop_at=hi,
+                           chunk_bytes=fs.read_ahead_bytes, stats=self.stats,
+                           expected_size=task.file_size if fs.immutable_objects else None)
         pending, pending_bytes = [], 0
-        try:
-            for header, entry in scan:
-                if header.first_offset_known and header.base_offset >= hi:
-                    break
-                if header.last_offset < lo:
+        for header, entry in scan:
+            if header.last_offset < lo:
+                continue
+            if header.is_control:   # its flags and marker are used unread by the decoder:
+                if verify and not header.crc_is_valid(entry):    # trust them after the CRC
+                    yield from self._skip_or_raise(task, header, entry)
                     continue
                 if tracker is not None:
-                    if tracker.skip(header, entry):
-                        continue
-                elif header.is_control:
-                    continue
-                # One decode per read chunk: the decoder reads views of one buffer in place,
-                # but copies batches from two chunks into a new buffer first (~10% of a scan).
-                if pending and (entry.obj is not pending[0][1].obj
-                                or pending_bytes + header.size > DECODE_BYTES):
-                    if not (yield from self._emit_salvaging(task, pending, lo, hi)):
-                        return    # a corrupt batch ended the task (failOnDataLoss=false)
-                    pending, pending_bytes = [], 0
-                pending.append((header, entry))
-                pending_bytes += header.size
-        except CorruptDataError as err:   # the framing broke: what was read before still counts
-            if self.settings.fail_on_data_loss:
-                raise
-            yield from self._emit_salvaging(task, pending, lo, hi)
-            self._log_gap(task, err)
-            return
-        yield from self._emit_salvaging(task, pending, lo, hi)
+                    tracker.skip(header, entry)
+                continue
+            if tracker is not None and tracker.skip(header, entry):
+                if verify and not header.crc_is_valid(entry):    # dropped on its producer id
+                    yield from self._skip_or_raise(task, header, entry)
+                continue
+            # One decode per read chunk: the decoder reads views of one buffer in place,
+            # but copies batches from two chunks into a new buffer first (~10% of a scan).
+            if pending and (entry.obj is not pending[0][1].obj
+                            or pending_bytes + header.size > DECODE_BYTES):
+                yield from self._emit(task, pending, lo, hi)
+                pending, pending_bytes = [], 0
+            pending.append((header, entry))
+            pending_bytes += header.size
+        yield from self._emit(task, pending, lo, hi)
 
-    def _emit_salvaging(self, task: ScanTask, entries, lo: int, hi: int):
-        """Emit `entries`; on a corrupt batch, raise, or (failOnDataLoss=false) log the gap and
-        return False after emitting the batches before it."""
-        try:
-            yield from self._emit(task, entries, lo, hi)
-        except CorruptDataError as err:
-            if self.settings.fail_on_data_loss:
-                raise
-            self._log_gap(task, err)
-            return False
-        return True
+    def _skip_or_raise(self, task: ScanTask, header, entry) -> Iterator[pa.RecordBatch]:
+        err = CorruptDataError(f"CRC mismatch: stored {header.crc}, computed "
+                               f"{header.compute_crc(entry)}", task.path, header.position)
+        if self.settings.fail_on_data_loss:
+            raise err
+        self._log_skip(task, header, err)
+        return iter(())
 
     @staticmethod
-    def _log_gap(task: ScanTask, err: CorruptDataError) -> None:
-        log.warning("segmentlog: skipping the rest of %s from byte %s to %d after a corrupt "
-                    "batch (failOnDataLoss=false): %s", task.path, err.position, task.end, err)
+    def _log_skip(task: ScanTask, header, err: CorruptDataError) -> None:
+        log.warning("segmentlog: skipped %s bytes %d..%d (offsets %d..%d) after a corrupt batch "
+                    "(failOnDataLoss=false): %s", task.path, header.position, header.end,
+                    header.base_offset, header.last_offset, err)
 
     def _emit(self, task: ScanTask, entries, lo: int, hi: int) -> Iterator[pa.RecordBatch]:
+        """Decode `entries` into Arrow batches, a bounded number of decoded bytes at a time;
+        on a corrupt batch, raise or (failOnDataLoss=false) skip that batch alone."""
         if not entries:
             return
         f = self.settings.row_filter
         ranges = dict(offsets=(lo, hi), timestamps=(f.timestamp_lo_ms, f.timestamp_hi_ms))
-        try:
-            columns = self.decoder.decode(entries, **ranges)
-        except CorruptDataError as err:
-            err = err.located(task.path)
-            if self.settings.fail_on_data_loss:
-                raise err from None
-            # Salvage the whole batches before the bad one, then let the task stop there.
-            for i in range(len(entries)):
+        done = 0
+        while done < len(entries):
+            emitted = done
+            try:
+                for part in self.decoder.decode_parts(entries[done:], **ranges):
+                    yield from self._to_batches(task, part.columns)
+                    emitted = done + part.entries_done
+                return
+            except CorruptDataError as err:
+                if self.settings.fail_on_data_loss:
+                    raise err.located(task.path) from None
+            # Salvage: from the first batch not yet emitted, decode one at a time up to the bad
+            # one, which alone is skipped; then go on in bulk.
+            done = emitted
+            while done < len(entries):
+                header = entries[done][0]
                 try:
-                    self.decoder.decode(entries[i:i + 1], **ranges)
-                except CorruptDataError:
-                    yield from self._emit(task, entries[:i], lo, hi)
-                    raise err from None
-            raise err from None
-        yield from self._to_batches(task, columns)
+                    parts = list(self.decoder.decode_parts(entries[done:done + 1], **ranges))
+                except CorruptDataError as err:
+                    self._log_skip(task, header, err.located(task.path))
+                    done += 1
+                    break
+                for part in parts:
+                    yield from self._to_batches(task, part.columns)
+                done += 1
 
     def _to_batches(self, task: ScanTask, columns) -> Iterator[pa.RecordBatch]:
         f = self.settings.row_filter
         n = columns.num_rows
         if n == 0:
             return
+        _check_timestamps(task, columns)
         arrays = to_arrow(columns)
         arrays["topic"] = _topic_array(task.topic, n)
         arrays["partition"] = pa.Array.from_buffers(

@@ -125,8 +125,8 @@ def test_agrees_with_kafka_python(magic, codec):
         builder.append(i, 1700000000000 + i, None if i % 3 == 0 else b"key-%d" % i,
                        None if i % 5 == 4 else b"value %d " % i * i)
     entry = bytes(builder.build())
-    if codec and magic == 1:  # a broker sets the wrapper offset to the last inner offset
-        entry = struct.pack(">q", 119) + entry[8:]
+    if codec:  # a broker sets the wrapper offset to the last inner offset
+        entry = struct.pack(">q", 119 if magic == 1 else 19) + entry[8:]
     _, records = _decode(entry)
     theirs = [r for batch in _kafka_python_batches(entry) for r in batch]
     # kafka-python says None where Kafka's reader says -1 (NO_TIMESTAMP, magic 0).

@@ -419,7 +419,7 @@ def test_negative_header_count_and_key():
 def test_offset_overflow():
     data = bytearray(encode_batch([Record(5, 0, None, None)], base_offset=0))
     struct.pack_into(">q", data, 0, 2**63 - 2)  # baseOffset + lastOffsetDelta passes int64
-    _corrupt(bytes(data), "passes the largest offset")
+    _corrupt(bytes(data), "leaves no room for the next offset")
     struct.pack_into(">i", data, 23, 0)  # lastOffsetDelta 0: now the record's delta does
     _corrupt(_fix(data), "delta 5 takes the offset or timestamp outside int64")
     data = bytearray(encode_batch([Record(0, 10**12, None, None), Record(1, 0, None, None)]))

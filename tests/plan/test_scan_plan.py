@@ -31,11 +31,13 @@ class FakeSegment:
         return np.array(offs, dtype=np.int64), np.array(poss, dtype=np.int64)
 
     def locate(self, offset):
+        previous = None
         for base, last, pos, size, _ in self.batches:
             if last >= offset:
                 return SimpleNamespace(position=pos, end=pos + size, base_offset=base,
-                                       first_offset_known=True)
-        return None
+                                       last_offset=last, first_offset_known=True), previous
+            previous = last
+        return None, previous
 
     def time_index_entries(self):
         if not self.trusted_time:
@@ -56,6 +58,7 @@ class FakePartition:
     partition: int = 0
     log_start_offset: int = 0
     log_end_offset: int = 0
+    compacted: bool = False
 
 
 def make_partition(draw_sizes, records_per_batch, timestamps, batches_per_segment):

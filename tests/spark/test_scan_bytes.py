@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 from segmentlog_source.cli.generate import generate_log
+from segmentlog_source.format.batch import V2_HEADER_SIZE
 from segmentlog_source.plan.options import parse_read_options
 from segmentlog_source.plan.predicates import Predicate, fold
 from segmentlog_source.plan.read_plan import plan_read
@@ -65,8 +66,11 @@ def test_offset_range_options(log, start, length):
                                    "endingOffsets": f'{{"t": {{"0": {end}}}}}'})
     assert offsets == list(range(start, end))
     assert read <= bound(batches, start, end)
-    # in fact the executor reads exactly the batches that hold the range
-    assert read == sum(b[2] for b in batches if b[0] < end and b[1] >= start)
+    # in fact the executor reads exactly the batches that hold the range, plus the header of
+    # the batch after it when the range ends inside a segment (its offsets vouch for the last
+    # batch's: offsets are outside the CRC)
+    exact = sum(b[2] for b in batches if b[0] < end and b[1] >= start)
+    assert read in (exact, exact + V2_HEADER_SIZE)
 
 
 @settings(max_examples=25, deadline=None)

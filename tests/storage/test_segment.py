@@ -139,17 +139,20 @@ def test_index_entry_that_is_not_a_batch_start(tmp_path):
     relative, position = struct.unpack_from(">ii", good, 0)
     struct.pack_into(">ii", good, 0, relative, position + 5)
     index_path.write_bytes(bytes(good))
+    # (a lookup hops from the entry before the one at or below its offset, to see the batch
+    # before its answer: a lookup of entry 1's offset starts at entry 0)
+    second_relative = struct.unpack_from(">i", good, 8)[0]
     with pytest.raises(CorruptDataError, match="offset index entry 0") as err:
-        LogSegment(str(tmp_path), 100).translate_offset(100 + relative)
+        LogSegment(str(tmp_path), 100).translate_offset(100 + second_relative)
     assert err.value.path == str(tmp_path / LOG) and err.value.position == position + 5
     # an entry whose offset disagrees with the batch it points at
     struct.pack_into(">ii", good, 0, relative, position)
-    second_relative = struct.unpack_from(">i", good, 8)[0]
+    third_relative = struct.unpack_from(">i", good, 16)[0]
     assert second_relative > relative + 1
     struct.pack_into(">i", good, 8, relative + 1)
     index_path.write_bytes(bytes(good))
     with pytest.raises(CorruptDataError, match="but the batch there holds") as err:
-        LogSegment(str(tmp_path), 100).translate_offset(100 + relative + 1)
+        LogSegment(str(tmp_path), 100).translate_offset(100 + third_relative)
     assert err.value.path == str(index_path) and err.value.position == 8
 
 

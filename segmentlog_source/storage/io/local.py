@@ -10,12 +10,59 @@ import errno
 import fcntl
 import mmap
 import os
+import stat
 import threading
 
 import numpy as np
 
-from ...errors import LogLockedError
+from ...errors import CorruptDataError, LogLockedError, LogNotFoundError
 from .stats import IOStats
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"))
+
+
+def _not_a_file(path: str, mode: int) -> CorruptDataError:
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return CorruptDataError(f"expected a regular file, found {kind}", path)
+
+
+def _missing(path: str) -> Exception:
+    if os.path.islink(path):
+        return CorruptDataError(f"a dangling symbolic link (to {os.readlink(path)!r})", path)
+    return LogNotFoundError(f"no such file: {path}")
+
+
+def open_regular(path: str, flags: int) -> int:
+    """os.open, for regular files only: a FIFO, socket, device or directory named like a log
+    file is an error naming it, never a read that blocks forever (O_NONBLOCK keeps the open of
+    a FIFO from waiting for a writer; the fstat then refuses it)."""
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK, 0o644)
+    except FileNotFoundError:
+        raise _missing(path) from None
+    except IsADirectoryError:
+        raise _not_a_file(path, stat.S_IFDIR) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise _not_a_file(path, mode)
+    if flags & os.O_NONBLOCK == 0:
+        os.set_blocking(fd, True)
+    return fd
+
+
+def stat_regular(path: str) -> os.stat_result:
+    """os.stat of a regular file, with open_regular's errors for anything else."""
+    try:
+        result = os.stat(path)
+    except FileNotFoundError:
+        raise _missing(path) from None
+    if not stat.S_ISREG(result.st_mode):
+        raise _not_a_file(path, result.st_mode)
+    return result
 
 
 class _OpenFile:
@@ -25,7 +72,7 @@ class _OpenFile:
 
     def __init__(self, path: str, flags: int):
         self.path = path
-        self._fd = os.open(path, flags, 0o644)
+        self._fd = open_regular(path, flags)
 
     def size(self) -> int:
         return os.fstat(self._fd).st_size
@@ -159,7 +206,9 @@ class LocalFileSystem:
 
     # -- metadata ------------------------------------------------------------------------
     def exists(self, path: str) -> bool:
-        return os.path.exists(path)
+        """Whether anything has this name, a dangling symbolic link included (opening it then
+        fails with an error naming it, rather than the file being silently taken as absent)."""
+        return os.path.lexists(path)
 
     def is_dir(self, path: str) -> bool:
         return os.path.isdir(path)
@@ -172,10 +221,13 @@ class LocalFileSystem:
         return sorted(os.listdir(path))
 
     def size(self, path: str) -> int:
-        return os.path.getsize(path)
+        return stat_regular(path).st_size
 
     def mtime_ms(self, path: str) -> int:
-        return int(os.stat(path).st_mtime * 1000)
+        try:
+            return int(os.stat(path).st_mtime * 1000)
+        except FileNotFoundError:
+            raise _missing(path) from None
 
     def with_tree(self, root: str) -> "LocalFileSystem":
         """Object stores snapshot a listing here; local metadata is cheap to ask each time."""
@@ -208,8 +260,11 @@ class LocalFileSystem:
         count = size // dtype.itemsize
         if count == 0:
             return np.empty(0, dtype=dtype)
-        with open(path, "rb") as f:  # the seam itself is the one place that opens files
-            mapped = mmap.mmap(f.fileno(), count * dtype.itemsize, access=mmap.ACCESS_READ)
+        fd = open_regular(path, os.O_RDONLY)  # the seam itself is the one place that opens files
+        try:
+            mapped = mmap.mmap(fd, count * dtype.itemsize, access=mmap.ACCESS_READ)
+        finally:
+            os.close(fd)
         if stats is not None:
             stats.add(count * dtype.itemsize)
         return np.frombuffer(mapped, dtype=dtype, count=count)

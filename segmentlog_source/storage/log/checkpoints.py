@@ -39,7 +39,7 @@ def parse_checkpoint(data: bytes, version: int, parse_entry: Callable[[list[str]
                      path: str | None = None) -> list[T]:
     """Entries of a generic checkpoint file (CheckpointFile.CheckpointReadBuffer)."""
     lines, starts, pos = [], [], 0
-    for line in data.decode("utf-8").split("\n"):
+    for line in _text(data, path).split("\n"):
         lines.append(line)
         starts.append(pos)
         pos += len(line.encode("utf-8")) + 1
@@ -75,6 +75,14 @@ def parse_checkpoint(data: bytes, version: int, parse_entry: Callable[[list[str]
     return entries
 
 
+def _text(data: bytes, path: str | None) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise CorruptDataError(f"not UTF-8 text ({err.reason} at byte {err.start}): not a "
+                               f"checkpoint file", path, err.start) from None
+
+
 def format_checkpoint(version: int, entries: list[str]) -> bytes:
     return "".join(f"{line}\n" for line in [str(version), str(len(entries)), *entries]).encode()
 
@@ -90,8 +98,9 @@ def _epoch_entry(fields: list[str]) -> EpochEntry:
 
 
 def read_offset_checkpoint(path: str, fs=LOCAL) -> dict[tuple[str, int], int]:
-    """`{(topic, partition): offset}`; a missing file holds nothing."""
-    if not fs.is_file(path):
+    """`{(topic, partition): offset}`; a missing file holds nothing (anything else of that name
+    that is not a readable checkpoint is an error naming it)."""
+    if not fs.exists(path):
         return {}
     return dict(parse_checkpoint(fs.read_all(path), OFFSET_CHECKPOINT_VERSION, _offset_entry, path))
 
@@ -104,7 +113,7 @@ def write_offset_checkpoint(path: str, offsets: dict[tuple[str, int], int], fs=L
 
 
 def read_leader_epoch_checkpoint(path: str, fs=LOCAL) -> list[EpochEntry]:
-    if not fs.is_file(path):
+    if not fs.exists(path):
         return []
     return parse_checkpoint(fs.read_all(path), LEADER_EPOCH_CHECKPOINT_VERSION, _epoch_entry, path)
 
@@ -143,10 +152,10 @@ def topic_id_bytes(text: str) -> bytes:
 
 def read_partition_metadata(path: str, fs=LOCAL) -> str | None:
     """The topic id in a `partition.metadata` file, or None when the file is missing."""
-    if not fs.is_file(path):
+    if not fs.exists(path):
         return None
     fields = {}
-    for line in fs.read_all(path).decode("utf-8").splitlines():
+    for line in _text(fs.read_all(path), path).splitlines():
         parts = re.split(r":\s+", line, maxsplit=1)
         if len(parts) != 2:
             raise CorruptDataError(f"partition metadata line {line!r} is not `key: value`", path)

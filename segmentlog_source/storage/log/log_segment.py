@@ -11,9 +11,10 @@ from typing import Iterator, NamedTuple
 
 import numpy as np
 
-from ...errors import CorruptDataError
-from ...format.batch import (DEFAULT_MAX_BATCH_BYTES, INT32_MAX, LOG_OVERHEAD, MIN_ENTRY_PREFIX,
-                             V2_HEADER_SIZE, BatchHeader, header_at, parse_header)
+from ...errors import CorruptDataError, FileChangedError
+from ...format.batch import (DEFAULT_MAX_BATCH_BYTES, INT32_MAX, LOG_OVERHEAD, MAGIC_OFFSET,
+                             MIN_ENTRY_PREFIX, V2_HEADER_SIZE, BatchHeader, header_at,
+                             parse_header)
 from ..io.local import LOCAL
 from ..io.stats import IOStats
 from ..log_files import (INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
@@ -46,7 +47,7 @@ class EntryScan:
                  chunk_bytes: int = DEFAULT_CHUNK_BYTES, verify_crc: bool = False,
                  allow_torn_tail: bool = False, bodies: bool = True,
                  max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES, stats: IOStats | None = None,
-                 expected_size: int | None = None):
+                 expected_size: int | None = None, read_following: bool = False):
         if verify_crc and not bodies:
             raise ValueError("verifying CRCs needs the batch bodies")
         self.fs, self.path, self.start, self.end = fs, path, start, end
@@ -56,6 +57,10 @@ class EntryScan:
         self.expected_size = expected_size   # None: the file may have grown since planning
         self.torn_tail: TornTail | None = None
         self.position = start  # where the scan stands: after the last entry it yielded
+        # With read_following, the header of the entry at `end` once the scan got there (None:
+        # no whole header there), so a reader can check what follows its range.
+        self.read_following = read_following
+        self.following: BatchHeader | None = None
 
     def __iter__(self) -> Iterator[tuple[BatchHeader, memoryview | None]]:
         with self.fs.open_read(self.path, self.stats) as f:
@@ -116,17 +121,32 @@ class EntryScan:
                 yield header, entry
                 pos += header.size
                 self.position = pos
+            if self.read_following and pos < file_size:
+                self.following = self._header_after(f, pos)
+
+    def _header_after(self, f, pos: int) -> BatchHeader | None:
+        """The header of the entry at `pos`, or None when no whole, sane header is there (that
+        entry lies outside this scan: whoever reads it judges it)."""
+        data = f.read_at(pos, V2_HEADER_SIZE)
+        if len(data) < MIN_ENTRY_PREFIX or data[MAGIC_OFFSET] > 2:
+            return None
+        if len(data) < (MIN_ENTRY_PREFIX, MIN_ENTRY_PREFIX + 8, V2_HEADER_SIZE)[data[MAGIC_OFFSET]]:
+            return None
+        try:
+            return header_at(data, 0, base_position=pos)
+        except CorruptDataError:
+            return None
 
     def _check_size(self, file_size: int) -> None:
         """A file shorter than the planned end lost bytes (truncated or replaced); an object of
         another size than at planning was replaced. Either way the plan's byte positions no
         longer describe it: fail rather than return rows from the wrong bytes."""
         if self.expected_size is not None and file_size != self.expected_size:
-            raise CorruptDataError(f"changed since the read was planned: {file_size} bytes now, "
+            raise FileChangedError(f"changed since the read was planned: {file_size} bytes now, "
                                    f"{self.expected_size} then (replaced?); run the query again",
                                    self.path, 0)
         if self.end is not None and file_size < self.end:
-            raise CorruptDataError(f"shorter than when the read was planned ({file_size} bytes, "
+            raise FileChangedError(f"shorter than when the read was planned ({file_size} bytes, "
                                    f"the plan reads to byte {self.end}); truncated since?",
                                    self.path, file_size)
 
@@ -275,13 +295,33 @@ class LogSegment:
         The forward scan from the index entry reads `probe_bytes` per request: a planner that
         wants to read little more than the headers it hops over passes a header's size.
         """
-        slot = self.offset_index.slot_for(offset - self.base_offset)
+        return self.locate(offset, probe_bytes)[0]
+
+    def locate(self, offset: int, probe_bytes: int = 64 * 1024
+               ) -> tuple[BatchHeader | None, int | None]:
+        """(translate_offset's batch, the last offset of the batch before it), the second None
+        when the batch is the segment's first; with no such batch, (None, the segment's last
+        offset, or None when it has no batch).
+
+        The hop starts one index entry early, so the batch before the answer is read too: a
+        reader of the answer's offsets can then check them against their neighbour, as offsets
+        are outside the CRC. The headers hopped over must have increasing offsets.
+        """
+        slot = self.offset_index.slot_for(offset - self.base_offset) - 1
         position = self.offset_index.entry(slot)[1] if slot >= 0 else 0
+        previous = None
         for header, _ in self._scan_from_index_entry(slot, position, bodies=False,
                                                      chunk_bytes=probe_bytes):
+            first = header.base_offset if header.first_offset_known else header.last_offset
+            if previous is not None and first <= previous:
+                raise CorruptDataError(
+                    f"batch offsets {header.base_offset}..{header.last_offset} do not follow the "
+                    f"previous batch's last offset {previous} (offsets must increase)",
+                    self.log_path, header.position)
             if header.last_offset >= offset:
-                return header
-        return None
+                return header, previous
+            previous = header.last_offset
+        return None, previous
 
     def _tail_summary(self) -> tuple[int, int, int, int]:
         """(next offset, max timestamp, its offset, end of the last whole batch), scanning only

@@ -16,9 +16,13 @@ from ...errors import BadOptionError, CorruptDataError, DataLossError, LogNotFou
 from ...format.batch import BatchHeader, parse_header
 from ..io.filesystem import filesystem_for
 from ..io.stats import IOStats
-from ..log_files import LOG_START_OFFSET_CHECKPOINT, PARTITION_LOCK, PARTITION_METADATA
-from ..txn.producer_state_manager import ProducerStateManager, read_end_txn_marker, write_snapshot
+from ..log_files import (CLEANER_OFFSET_CHECKPOINT, DELETED_SUFFIX, HIGH_WATERMARK_CHECKPOINT,
+                         INDEX_SUFFIXES, LOG_START_OFFSET_CHECKPOINT, PARTITION_LOCK,
+                         PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT, file_name, kind_of)
+from ..txn.producer_state_manager import (ProducerStateManager, read_end_txn_marker,
+                                          snapshot_offsets, write_snapshot)
 from ..txn.transaction_index import AbortedTxn
+from .batch_sequence import compacted_by_default
 from .checkpoints import (read_offset_checkpoint, read_partition_metadata, topic_id_string,
                           write_partition_metadata)
 from .log_config import LogConfig
@@ -125,6 +129,57 @@ class PartitionLog:
     @property
     def topic_id(self) -> str | None:
         return read_partition_metadata(self.fs.join(self.directory, PARTITION_METADATA), self.fs)
+
+    # -- what the neighbours say -------------------------------------------------------------
+    def _data_dir_checkpoint(self, name: str) -> dict[tuple[str, int], int]:
+        return read_offset_checkpoint(self.fs.join(self.fs.dirname(self.directory), name),
+                                      self.fs)
+
+    @property
+    def compacted(self) -> bool:
+        """Whether the partition shows signs of the log cleaner (batch_sequence.py says why it
+        matters): a topic compacted by default, or an entry in the data directory's
+        cleaner-offset-checkpoint."""
+        cleaned = self._data_dir_checkpoint(CLEANER_OFFSET_CHECKPOINT)
+        return compacted_by_default(self.topic) or (self.topic, self.partition) in cleaned
+
+    def lost_data(self) -> list[str]:
+        """What the files around the segments say is missing from them, one sentence each:
+        index files whose `.log` is gone (above the first segment: below it, retention was
+        deleting them), and a producer snapshot or a data-directory checkpoint (recovery point,
+        high watermark, log start offset) beyond the log end offset (the tail was lost)."""
+        if not self.segments:
+            return []
+        found = []
+        fs, first = self.fs, self.segments[0].base_offset
+        bases = {s.base_offset for s in self.segments}
+        names = fs.list_dir(self.directory)
+        orphans: dict[int, list[str]] = {}
+        for name in names:
+            kind = kind_of(name)
+            if (kind is not None and kind[1] in INDEX_SUFFIXES and kind[0] not in bases
+                    and kind[0] > first
+                    and file_name(kind[0], ".log" + DELETED_SUFFIX) not in names):
+                orphans.setdefault(kind[0], []).append(name)
+        for base, files in sorted(orphans.items()):
+            found.append(f"{' and '.join(fs.join(self.directory, n) for n in files)} have no "
+                         f"{file_name(base, '.log')}: the segment holding offsets from {base} is "
+                         f"missing")
+        end = self.log_end_offset
+        snapshots = snapshot_offsets(self.directory, fs)
+        if snapshots and snapshots[-1] > end:
+            found.append(f"{fs.join(self.directory, file_name(snapshots[-1], '.snapshot'))} says "
+                         f"the log reached offset {snapshots[-1]}, but its segments end at {end}: "
+                         f"offsets {end}..{snapshots[-1] - 1} are missing")
+        for name, what in ((RECOVERY_POINT_CHECKPOINT, "recovery point"),
+                           (HIGH_WATERMARK_CHECKPOINT, "high watermark"),
+                           (LOG_START_OFFSET_CHECKPOINT, "log start offset")):
+            offset = self._data_dir_checkpoint(name).get((self.topic, self.partition))
+            if offset is not None and offset > end:
+                found.append(f"{fs.join(fs.dirname(self.directory), name)} puts the "
+                             f"{what} of {self.name} at {offset}, but its segments end at {end}: "
+                             f"offsets {end}..{offset - 1} are missing")
+        return found
 
     # -- offsets -----------------------------------------------------------------------------
     @property

@@ -1,0 +1,146 @@
+"""The order of a segment's batches, checked against their neighbours.
+
+A batch's baseOffset (a legacy entry's offset) is outside its checksum, so nothing in the batch
+vouches for it; its neighbours do. In a log Kafka wrote, each batch's first offset lies above
+the previous batch's last offset, at or above its segment's base offset (the file name), and
+below the next segment's base offset. And Kafka leaves no gap between batches, nor between a
+segment's last batch and the next segment, except where the log cleaner removed records: in a
+partition that shows no sign of compaction, a gap is a moved base offset or a lost segment.
+
+Signs of compaction (`CompactionEvidence`): the data directory's `cleaner-offset-checkpoint`
+lists the partition, the topic is one Kafka or its ecosystem compacts by default, or a batch
+the cleaner shaped (fewer records than offsets, a delete horizon) is seen in the same scan.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ...errors import CorruptDataError, DataLossError
+from ...format.batch import BatchHeader
+
+# Topics compacted by default: Kafka's own, Schema Registry's, Kafka Connect's default names,
+# and Kafka Streams' changelogs (`<application>-<store>-changelog`).
+COMPACTED_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state",
+                              "_schemas", "connect-configs", "connect-offsets", "connect-status"})
+COMPACTED_TOPIC_SUFFIXES = ("-changelog",)
+
+
+def compacted_by_default(topic: str) -> bool:
+    return topic in COMPACTED_TOPICS or topic.endswith(COMPACTED_TOPIC_SUFFIXES)
+
+
+def shaped_by_cleaner(header: BatchHeader) -> bool:
+    """Whether a v2 batch bears the cleaner's marks: offsets it no longer holds records for, or a
+    delete horizon. (Legacy entries carry no such marks.)"""
+    if header.magic < 2:
+        return False
+    span = header.last_offset - header.base_offset + 1
+    return header.records_count != span or header.has_delete_horizon
+
+
+class OffsetGap(NamedTuple):
+    first_missing: int
+    next_offset: int
+    path: str
+    position: int       # where the batch after the gap starts (or the end of the segment)
+    between_segments: bool
+
+
+class BatchSequence:
+    """Checks, batch after batch, that offsets follow each other in one segment file.
+
+    `previous_last` is the last offset of the batch before the first one checked; None means
+    the scan starts at the segment's first batch, which must lie at or above `segment_base`;
+    `start_checked=False` that the first batch was checked by whoever read the batch before it.
+    Overlaps raise at once (CorruptDataError at the later batch). Gaps are collected; `finish`
+    raises for them when the partition showed no sign of compaction (`compacted` False and no
+    cleaner-shaped batch seen), so a batch seen after a gap can still excuse it.
+    """
+
+    def __init__(self, path: str, segment_base: int, previous_last: int | None = None, *,
+                 compacted: bool = False, start_checked: bool = True):
+        self.path = path
+        self.segment_base = segment_base
+        self.at_segment_start = previous_last is None
+        self.previous_last = segment_base - 1 if previous_last is None else previous_last
+        self.unchecked = not start_checked   # the next batch is another reader's to check
+        self.compacted = compacted
+        self.gaps: list[OffsetGap] = []
+        self.gap_expected = False
+
+    def add(self, header: BatchHeader, first_offset: int | None = None) -> None:
+        """Check one batch; `first_offset` is its first offset when the header does not know it
+        (a legacy compressed wrapper, whose header carries its last offset)."""
+        first = header.base_offset if first_offset is None else first_offset
+        if not self.compacted and shaped_by_cleaner(header):
+            self.compacted = True
+        if self.unchecked:
+            self.unchecked = self.at_segment_start = False
+            self.previous_last = header.last_offset
+            return
+        if first <= self.previous_last:
+            if self.at_segment_start:
+                reason = (f"batch offsets {first}..{header.last_offset} start below the segment's "
+                          f"base offset {self.segment_base} (its file name)")
+            else:
+                reason = (f"batch offsets {first}..{header.last_offset} do not follow the "
+                          f"previous batch's last offset {self.previous_last} (offsets must "
+                          f"increase; a base offset was changed?)")
+            raise CorruptDataError(reason, self.path, header.position)
+        if first > self.previous_last + 1 and not self.gap_expected:
+            self.gaps.append(OffsetGap(self.previous_last + 1, first, self.path, header.position,
+                                       False))
+        self.gap_expected = False
+        self.previous_last = header.last_offset
+        self.at_segment_start = False
+
+    def rewind(self, previous_last: int) -> None:
+        """Forget batches after the one ending at `previous_last` (a salvaging reader dropped
+        them)."""
+        self.previous_last = previous_last
+
+    def expect_gap(self) -> None:
+        """The next batch may follow a gap that is known and reported (bytes skipped)."""
+        self.gap_expected = True
+
+    def next_offset_is(self, next_offset: int, position: int, *, next_segment: bool) -> None:
+        """What follows the last batch checked: the first offset of the next batch in the file,
+        or (`next_segment`) the next segment's base offset, found at byte `position`."""
+        if next_offset <= self.previous_last:
+            what = ("the next segment's base offset" if next_segment
+                    else "the first offset of the batch after it")
+            raise CorruptDataError(f"the batch ending at offset {self.previous_last} overlaps "
+                                   f"{what}, {next_offset}", self.path, position)
+        if next_offset > self.previous_last + 1 and not self.gap_expected:
+            self.gaps.append(OffsetGap(self.previous_last + 1, next_offset, self.path, position,
+                                       next_segment))
+
+    def next_batch(self, header: BatchHeader) -> None:
+        """What follows the last batch checked: the batch `header` (read past a range's end).
+        A legacy compressed wrapper's header knows only its last offset: that one must be above
+        ours, and no gap can be told."""
+        if header.first_offset_known:
+            self.next_offset_is(header.base_offset, header.position, next_segment=False)
+        elif header.last_offset <= self.previous_last:
+            raise CorruptDataError(f"the batch ending at offset {self.previous_last} overlaps the "
+                                   f"entry after it, which ends at {header.last_offset}",
+                                   self.path, header.position)
+
+    def finish(self) -> None:
+        """Raise for the first gap, unless the partition showed signs of compaction."""
+        if self.compacted or not self.gaps:
+            return
+        gap = self.gaps[0]
+        missing = f"offsets {gap.first_missing}..{gap.next_offset - 1}"
+        if gap.between_segments:
+            raise DataLossError(f"{self.path}: {missing} are missing after this segment: no "
+                                f"segment holds them (a deleted segment?). If the topic is "
+                                f"compacted, copy its data directory's cleaner-offset-checkpoint "
+                                f"along, or read with failOnDataLoss=false")
+        raise CorruptDataError(f"{missing} are missing before this batch, a gap only the log "
+                               f"cleaner leaves, and this partition shows no sign of "
+                               f"compaction (a base offset was changed?). If the topic is "
+                               f"compacted, copy its data directory's cleaner-offset-checkpoint "
+                               f"along, or read with failOnDataLoss=false", self.path,
+                               gap.position)

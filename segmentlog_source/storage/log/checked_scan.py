@@ -1,0 +1,252 @@
+"""A range of a segment read for its records: every batch checked against its neighbours before
+anyone uses it, and, when asked to salvage, damage skipped instead of ending the read.
+
+`EntryScan` frames the bytes; this adds what a reader must know before it trusts a batch:
+its offsets follow the batch before and precede the batch after (batch_sequence.py), so a batch
+is handed out only once its successor (or whatever follows the range) has been seen. (The CRC
+stays the reader's to check: the decoder checks what it decodes, and whatever a reader skips on
+the strength of a CRC-covered field, it must check first.)
+
+Salvaging (a reader's failOnDataLoss=false), a damaged batch is skipped, not the rest of the
+range: framing damage makes the scan resynchronise at the next position where a whole batch with
+a valid CRC starts; a batch whose offsets clash with a neighbour's is dropped together with that
+neighbour (either may be the one whose base offset moved); each skip is reported (`skipped`).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Iterator, NamedTuple
+
+import numpy as np
+from crc32c import crc32c
+
+from ...errors import CorruptDataError, DataLossError, FileChangedError
+from ...format.batch import (DEFAULT_MAX_BATCH_BYTES, MAGIC_OFFSET, MIN_LEGACY_MESSAGE_SIZE,
+                             MIN_V2_BATCH_LENGTH, V2_CRC_START, V2_HEADER_SIZE, BatchHeader,
+                             header_at)
+from ...format.legacy import decode_legacy_entry
+from .batch_sequence import BatchSequence
+from .log_segment import DEFAULT_CHUNK_BYTES, EntryScan
+
+log = logging.getLogger("segmentlog")
+
+_RESYNC_CHUNK = 1024 * 1024
+
+
+class Skipped(NamedTuple):
+    """Bytes of a segment a salvaging read left out, and why."""
+
+    path: str
+    start: int
+    end: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path} bytes {self.start}..{self.end}: {self.reason}"
+
+
+class CheckedScan:
+    """(header, entry) of each batch in [start, end) of `path` that its neighbours vouch for.
+
+    `after_offset`, `start_checked`, `ends_segment`, `next_segment_base` and `compacted` say
+    what lies around the range (plan.scan_plan.ScanTask); `stop_at` ends the scan at the first
+    batch whose first offset is at least it (that batch is checked, not handed out).
+    """
+
+    def __init__(self, fs, path: str, start: int, end: int, *, segment_base: int,
+                 after_offset: int | None = None, start_checked: bool = True,
+                 ends_segment: bool = True, next_segment_base: int | None = None,
+                 compacted: bool = False, verify_crc: bool = True, salvage: bool = False,
+                 stop_at: int | None = None, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                 max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES, stats=None,
+                 expected_size: int | None = None):
+        self.fs, self.path, self.start, self.end = fs, path, start, end
+        self.ends_segment, self.next_segment_base = ends_segment, next_segment_base
+        self.verify_crc, self.salvage, self.stop_at = verify_crc, salvage, stop_at
+        self.chunk_bytes, self.max_batch_bytes = chunk_bytes, max_batch_bytes
+        self.stats, self.expected_size = stats, expected_size
+        self.sequence = BatchSequence(path, segment_base, after_offset, compacted=compacted,
+                                      start_checked=start_checked)
+        self.skipped: list[Skipped] = []
+
+    # -- the scan ----------------------------------------------------------------------------
+    def __iter__(self) -> Iterator[tuple[BatchHeader, memoryview]]:
+        seq = self.sequence
+        held = None            # the batch waiting for its successor's check
+        before_held = seq.previous_last
+        position = self.start
+        while True:
+            scan = EntryScan(self.fs, self.path, position, self.end, chunk_bytes=self.chunk_bytes,
+                             max_batch_bytes=self.max_batch_bytes, stats=self.stats,
+                             expected_size=self.expected_size, allow_torn_tail=self.salvage,
+                             read_following=not self.ends_segment)
+            try:
+                for header, entry in scan:
+                    first = self._first_offset(header, entry)
+                    before = seq.previous_last
+                    try:
+                        seq.add(header, first)
+                    except CorruptDataError as err:
+                        held = self._clash(err, held, before_held, header, entry)
+                        if held is None:
+                            before_held = seq.previous_last
+                        continue
+                    if self._suspect_after_gap(header, before):
+                        continue
+                    if held is not None:
+                        yield held
+                    if self.stop_at is not None and first >= self.stop_at:
+                        seq.finish()
+                        return
+                    held, before_held = (header, entry), before
+            except FileChangedError:
+                raise
+            except CorruptDataError as err:
+                if not self.salvage or err.path != self.path or err.position is None:
+                    raise
+                # the framing broke: resume at the next whole batch with a valid CRC, if any
+                held = self._drop_held(held, before_held, "the bytes after it are damaged")
+                before_held = seq.previous_last
+                resume = find_next_batch(self.fs, self.path, err.position + 1, self.end,
+                                         self.max_batch_bytes, self.stats)
+                self._skip(err.position, self.end if resume is None else resume, err.reason)
+                seq.expect_gap()
+                if resume is None:
+                    break
+                position = resume
+                continue
+            if scan.torn_tail is not None:
+                tail = scan.torn_tail
+                self._skip(tail.position, tail.position + tail.length,
+                           "a torn tail: the last bytes of the file are not a whole batch")
+                seq.expect_gap()
+            break
+        try:
+            self._check_what_follows(scan)
+            seq.finish()
+        except DataLossError as err:   # offsets missing after this segment: held is fine
+            if not self.salvage:
+                raise
+            log.warning("segmentlog: %s", err)
+        except CorruptDataError as err:
+            if not self.salvage:
+                if held is not None and self.verify_crc and not held[0].crc_is_valid(held[1]):
+                    raise self._crc_error(*held) from None   # the real culprit
+                raise
+            held = self._drop_held(held, before_held, err.reason)
+        if held is not None:
+            yield held
+
+    def _first_offset(self, header: BatchHeader, entry) -> int:
+        if header.first_offset_known:
+            return header.base_offset
+        try:   # a legacy compressed wrapper: its first offset is inside the compressed payload
+            return decode_legacy_entry(entry, header, verify_crc=self.verify_crc)[0]
+        except CorruptDataError as err:
+            raise err.located(self.path) from None
+
+    def _suspect_after_gap(self, header: BatchHeader, before: int) -> bool:
+        """Salvaging, a gap in a partition with no sign of compaction is not left for a later
+        excuse: the batch after it may be one whose base offset moved up, so it is dropped."""
+        seq = self.sequence
+        if not (self.salvage and seq.gaps and not seq.compacted):
+            return False
+        gap = seq.gaps.pop()
+        self._skip(header.position, header.end, f"offsets {gap.first_missing}.."
+                   f"{gap.next_offset - 1} are missing before it and the partition shows no "
+                   f"sign of compaction (its base offset moved?)")
+        seq.rewind(before)
+        seq.expect_gap()
+        return True
+
+    def _check_what_follows(self, scan: EntryScan) -> None:
+        if self.ends_segment:
+            if self.next_segment_base is not None:
+                self.sequence.next_offset_is(self.next_segment_base, scan.position,
+                                             next_segment=True)
+        elif scan.following is not None:
+            self.sequence.next_batch(scan.following)
+
+    # -- salvage -------------------------------------------------------------------------------
+    def _clash(self, err: CorruptDataError, held, before_held: int, header, entry):
+        """A batch whose offsets clash with the one held: raise, or (salvaging) drop the one
+        whose CRC fails, else both (either may be the one whose base offset moved); returns
+        what is still held."""
+        seq = self.sequence
+        held_bad = held is not None and self.verify_crc and not held[0].crc_is_valid(held[1])
+        if not self.salvage:
+            if held_bad:
+                raise self._crc_error(*held) from None   # the real culprit
+            raise err
+        if self.verify_crc and not held_bad and not header.crc_is_valid(entry):
+            self._skip(header.position, header.end, "CRC mismatch")
+            seq.rewind(held[0].last_offset if held is not None else before_held)
+            seq.expect_gap()
+            return held
+        if held is not None:
+            self._skip(held[0].position, held[0].end,
+                       "CRC mismatch" if held_bad else "its offsets clash with the next batch's")
+        self._skip(header.position, header.end, err.reason)
+        seq.rewind(before_held)
+        seq.expect_gap()
+        return None
+
+    def _drop_held(self, held, before_held: int, why: str):
+        if held is not None:
+            self._skip(held[0].position, held[0].end, f"unconfirmed: {why}")
+            self.sequence.rewind(before_held)
+        return None
+
+    def _crc_error(self, header: BatchHeader, entry) -> CorruptDataError:
+        return CorruptDataError(f"CRC mismatch: stored {header.crc}, computed "
+                                f"{header.compute_crc(entry)}", self.path, header.position)
+
+    def _skip(self, start: int, end: int, reason: str) -> None:
+        skipped = Skipped(self.path, start, max(start, end), reason)
+        self.skipped.append(skipped)
+        log.warning("segmentlog: skipped %s (failOnDataLoss=false)", skipped)
+
+
+def find_next_batch(fs, path: str, start: int, end: int,
+                    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES, stats=None) -> int | None:
+    """The first position in [start, end) where a whole entry with a valid CRC starts: where a
+    salvaging read resumes after damaged bytes. Candidates are found in bounded chunks by their
+    magic byte and sane lengths (vectorized), then each is proven by its CRC."""
+    with fs.open_read(path, stats) as f:
+        pos = start
+        while pos < end:
+            chunk = np.frombuffer(f.read_at(pos, min(_RESYNC_CHUNK, end - pos) + 12), np.uint8)
+            count = min(len(chunk) - 12, end - pos)   # candidate starts in this chunk
+            if count <= 0:
+                return None
+            at = np.arange(count)
+            magic = chunk[np.minimum(at + MAGIC_OFFSET, len(chunk) - 1)].astype(np.int64)
+            length = (chunk[at + 8].astype(np.int64) << 24 | chunk[at + 9].astype(np.int64) << 16
+                      | chunk[at + 10].astype(np.int64) << 8 | chunk[at + 11].astype(np.int64))
+            length = np.where(length >= 2**31, length - 2**32, length)
+            minimum = np.choose(np.minimum(magic, 3), [MIN_LEGACY_MESSAGE_SIZE[0],
+                                                       MIN_LEGACY_MESSAGE_SIZE[1],
+                                                       MIN_V2_BATCH_LENGTH, 2**31])
+            sane = ((length >= minimum) & (length + 12 <= max_batch_bytes)
+                    & (pos + at + length + 12 <= end))
+            for rel in np.flatnonzero(sane).tolist():
+                if _whole_entry_at(f, pos + rel):
+                    return pos + rel
+            pos += count
+    return None
+
+
+def _whole_entry_at(f, position: int) -> bool:
+    """Whether the entry at `position` (whose lengths were found sane) has a valid CRC."""
+    head = f.read_at(position, V2_HEADER_SIZE)
+    try:
+        header = header_at(head, 0, base_position=position)
+    except (CorruptDataError, ValueError, IndexError):   # struct.error is a ValueError
+        return False
+    entry = f.read_at(position, header.size)
+    if len(entry) < header.size:
+        return False
+    if header.magic == 2:
+        return crc32c(memoryview(entry)[V2_CRC_START:]) == header.crc
+    return header.crc_is_valid(entry)
