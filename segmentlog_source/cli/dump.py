@@ -136,9 +136,9 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     for name in ("max_message_size", "max_bytes"):
-        if getattr(args, name) <= 0:
+        if not 0 < getattr(args, name) <= INT32_MAX:
             raise BadOptionError("--" + name.replace("_", "-"), getattr(args, name),
-                                 "must be positive")
+                                 f"must be between 1 and {INT32_MAX}")
     options = DumpOptions(args.deep_iteration, args.print_data_log, args.verify_index_only,
                           args.index_sanity_check, args.max_message_size, args.max_bytes,
                           args.skip_record_metadata, args.json)

@@ -32,6 +32,7 @@ from ..format.arrow import binary_array
 from ..format.batch import CODEC_IDS
 from ..format.control import ABORT, COMMIT, end_txn_marker
 from ..format.partitioner import partitions_for_keys
+from ..plan.write_options import MAX_PARTITIONS
 from ..format.record_encoder import encode_batch, encode_batches
 from ..format.records import BinaryColumn, HeaderColumns, Record, RecordColumns
 from ..storage.io.filesystem import filesystem_for
@@ -49,6 +50,15 @@ TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 _WORDS = ("kafka log segment offset index batch record broker topic partition leader replica "
           "consumer producer stream event order payment user session click value key time "
           "alpha beta gamma delta epsilon zeta theta lambda sigma omega").split()
+
+
+# Sane bounds: every partition is a directory, every record is generated in memory first.
+_MAX_TIMESTAMP_MS = (2**63 - 1) // 1000   # Spark's timestamp is microseconds in a long
+_BOUNDS = (("partitions", 1, MAX_PARTITIONS), ("records", 0, 10**10),
+           ("key_size", 0, 2**24), ("value_size", 0, 2**24), ("headers", 0, 1000),
+           ("start_timestamp", 0, _MAX_TIMESTAMP_MS // 2), ("timestamp_step_ms", 0, 10**9),
+           ("timestamp_jitter_ms", 0, 10**9), ("segment_bytes", 14, 2**31 - 1),
+           ("records_per_batch", 1, 10**6), ("seed", 0, 2**32 - 1))
 
 
 @dataclass(frozen=True)
@@ -76,11 +86,10 @@ class GenerateOptions:
             raise BadOptionError("topics", ",".join(self.topics), "give distinct topic names")
         if self.codec not in CODEC_IDS:
             raise BadOptionError("codec", self.codec, f"one of {', '.join(CODEC_IDS)}")
-        for name, low in (("partitions", 1), ("records", 0), ("key_size", 0), ("value_size", 0),
-                          ("headers", 0), ("start_timestamp", 0), ("timestamp_step_ms", 0),
-                          ("timestamp_jitter_ms", 0), ("records_per_batch", 1)):
-            if getattr(self, name) < low:
-                raise BadOptionError(name, getattr(self, name), f"must be >= {low}")
+        for name, low, high in _BOUNDS:
+            if not low <= getattr(self, name) <= high:
+                raise BadOptionError(name, getattr(self, name), f"must be between {low} and "
+                                     f"{high}")
 
 
 @dataclass

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import sys
 
 from ..errors import BadOptionError, CorruptDataError
+from ..format.batch import INT32_MAX
 from ..storage.io.filesystem import filesystem_for
 from ..storage.log.abstract_index import DEFAULT_INDEX_INTERVAL_BYTES
 from ..storage.log.checkpoints import LeaderEpochCache
@@ -154,8 +155,9 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    if args.index_interval_bytes < 0:
-        raise BadOptionError("--index-interval-bytes", args.index_interval_bytes, "must be >= 0")
+    if not 0 <= args.index_interval_bytes <= INT32_MAX:
+        raise BadOptionError("--index-interval-bytes", args.index_interval_bytes,
+                             f"must be between 0 and {INT32_MAX}")
     config = getattr(args, "store_config", None)
     for given in args.paths:  # every path is checked before any partition is touched
         fs, path = filesystem_for(given, config)

@@ -24,19 +24,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import CorruptDataError
+from ..errors import BadOptionError, CorruptDataError, DataLossError
 from ..format.batch import INT32_MAX, BatchHeader
 from ..format.control import ABORT, parse_control_record
 from ..format.record_decoder import ColumnarDecoder, decode_batch
 from ..storage.log.abstract_index import DEFAULT_INDEX_INTERVAL_BYTES
-from ..storage.log.checkpoints import read_leader_epoch_checkpoint
+from ..storage.log.batch_sequence import BatchSequence
+from ..storage.log.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
 from ..storage.log.log_directory import PartitionDir, find_partitions
 from ..storage.log.log_segment import LogSegment
 from ..storage.log.offset_index import OffsetIndex
 from ..storage.log.partition_log import PartitionLog
 from ..storage.log.segment_indexer import rebuild_indexes
 from ..storage.log.time_index import TimeIndex
-from ..storage.log_files import INDEX_SUFFIXES, LEADER_EPOCH_CHECKPOINT, kind_of
+from ..storage.log_files import INDEX_SUFFIXES, LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA, kind_of
 from ..storage.txn.producer_state_manager import read_snapshot, snapshot_offsets, snapshot_path
 from ..storage.txn.transaction_index import TXN_ENTRY_SIZE
 
@@ -158,21 +159,36 @@ def verify_paths(paths: list[str], *, index_interval_bytes: int = DEFAULT_INDEX_
 
 def verify_partition(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
                      fs=None) -> PartitionReport:
-    """Check one partition directory; `fs` serves it (None: the one its path names)."""
-    log = PartitionLog.open(path, fs)
+    """Check one partition directory; `fs` serves it (None: the one its path names). Every
+    problem is reported against the file it is in, and checking goes on past it."""
+    opened = []
+    try:
+        log = PartitionLog.open(path, fs)
+    except CorruptDataError as err:   # the data directory's log start checkpoint
+        opened.append(err)
+        log = PartitionLog.open(path, fs, read_log_start_checkpoint=False)
     report = PartitionReport(log.name, path, segments=len(log.segments))
     problems = _Reporter(report)
+    for err in opened:
+        problems.located(err, path)
     snapshots = _check_small_files(log, problems)
     checker = _LogChecker(log, report, problems)
     leo = None
-    for segment in log.segments:
-        batches = checker.check_segment(segment)
+    following = [s.base_offset for s in log.segments[1:]] + [None]
+    for segment, next_base in zip(log.segments, following):
+        batches = checker.check_segment(segment, next_base)
         if segment.active and batches.complete:
             leo = batches.last_offsets[-1] + 1 if batches.last_offsets else segment.base_offset
         # A closed segment's indexes are final; so are the active one's after a clean close,
         # which leaves a producer snapshot at the log end offset.
         closed = not segment.active or (leo is not None and snapshots and snapshots[-1] == leo)
         _check_indexes(segment, batches, closed, snapshots, index_interval_bytes, problems)
+    if leo is not None:
+        try:
+            for what in log.lost_data(end=leo):
+                problems.error(path, None, f"data loss: {what}")
+        except CorruptDataError as err:   # a data-directory checkpoint that is no checkpoint
+            problems.located(err, path)
     problems.finish()
     return report
 
@@ -185,17 +201,19 @@ def _check_small_files(log: PartitionLog, problems: _Reporter) -> list[int]:
             read_snapshot(snapshot_path(directory, offset, fs), fs)
         except CorruptDataError as err:
             problems.located(err, snapshot_path(directory, offset, fs))
-    epochs = fs.join(directory, LEADER_EPOCH_CHECKPOINT)
-    try:
-        read_leader_epoch_checkpoint(epochs, fs)
-    except CorruptDataError as err:
-        problems.located(err, epochs)
-    bases = {s.base_offset for s in log.segments}
+    for name, read in ((LEADER_EPOCH_CHECKPOINT, read_leader_epoch_checkpoint),
+                       (PARTITION_METADATA, read_partition_metadata)):
+        try:
+            read(fs.join(directory, name), fs)
+        except CorruptDataError as err:
+            problems.located(err, fs.join(directory, name))
+    first = log.segments[0].base_offset if log.segments else None
     for name in fs.list_dir(directory):
         kind = kind_of(name)
-        if kind is not None and kind[1] in INDEX_SUFFIXES and kind[0] not in bases:
-            problems.warning(fs.join(directory, name), None,
-                             "index file without a .log (the broker deletes it at load)")
+        if (kind is not None and kind[1] in INDEX_SUFFIXES and first is not None
+                and kind[0] < first):
+            problems.warning(fs.join(directory, name), None, "index file without a .log, below "
+                             "the first segment (left by retention; the broker deletes it)")
     return snapshots
 
 
@@ -205,14 +223,22 @@ class _LogChecker:
     def __init__(self, log: PartitionLog, report: PartitionReport, problems: _Reporter):
         self.report = report
         self.problems = problems
-        self.previous_last_offset: int | None = None
+        try:
+            self.compacted = log.compacted
+        except CorruptDataError as err:   # the data directory's cleaner-offset-checkpoint
+            problems.located(err, log.directory)
+            self.compacted = False
+        self.sequence: BatchSequence | None = None
         self.decoder = ColumnarDecoder(verify_crc=False, fields=())
 
-    def check_segment(self, segment: LogSegment) -> _SegmentBatches:
+    def check_segment(self, segment: LogSegment, next_base: int | None) -> _SegmentBatches:
+        """Check one segment; `next_base` is the next segment's base offset (None: the last)."""
         batches = _SegmentBatches()
-        self.report.size += segment.size
+        self.sequence = BatchSequence(segment.log_path, segment.base_offset,
+                                      compacted=self.compacted)
         scan = segment.iter_entries(allow_torn_tail=True)
         try:
+            self.report.size += segment.size
             for header, entry in scan:
                 self._check_batch(segment, header, entry, batches)
         except CorruptDataError as err:
@@ -223,6 +249,16 @@ class _LogChecker:
             self.problems.error(segment.log_path, tail.position,
                                 f"the last {tail.length} bytes are not a whole batch (a torn "
                                 "write, or garbage; broker recovery truncates them)")
+        try:
+            # (an empty segment holds no offsets to miss: Kafka keeps one when a roll jumps)
+            if next_base is not None and batches.complete and len(batches.positions):
+                self.sequence.next_offset_is(next_base, scan.position, next_segment=True)
+            self.sequence.finish()
+        except CorruptDataError as err:
+            self.problems.located(err, segment.log_path)
+        except DataLossError as err:
+            self.problems.error(segment.log_path, None, str(err))
+        self.compacted = self.sequence.compacted
         return batches
 
     def _check_batch(self, segment: LogSegment, header: BatchHeader, entry, batches) -> None:
@@ -249,22 +285,14 @@ class _LogChecker:
                                 f"outside the batch's {base}..{header.last_offset}")
         if (np.diff(offsets) <= 0).any():
             self.problems.error(path, where, "record offsets do not increase within the batch")
-        if base < segment.base_offset:
-            self.problems.error(path, where, f"offset {base} is below the segment base offset "
-                                f"{segment.base_offset}")
-        self._follow(base, header.last_offset, path, where)
-
-    def _follow(self, base: int, last: int, path: str, where: int) -> None:
-        previous = self.previous_last_offset
-        if previous is not None and base <= previous:
-            self.problems.error(path, where, f"offset {base} does not follow the previous batch's "
-                                f"last offset {previous} (offsets must increase)")
-        if last < base:
-            self.problems.error(path, where, f"last offset {last} is below base offset {base}")
+        try:
+            self.sequence.add(header, base)
+        except CorruptDataError as err:   # reported; the scan goes on from this batch
+            self.problems.located(err, path)
+            self.sequence.rewind(header.last_offset)
         if self.report.first_offset is None:
             self.report.first_offset = base
-        self.report.last_offset = last
-        self.previous_last_offset = last
+        self.report.last_offset = header.last_offset
 
     def _decode(self, header: BatchHeader, entry, batches) -> tuple[np.ndarray, int]:
         """(record offsets, max record timestamp) of a batch; structure errors raise."""
@@ -298,7 +326,10 @@ def _check_indexes(segment: LogSegment, batches: _SegmentBatches, closed: bool, 
             _check_time_entries(time_index, batches, problems)
         if closed and offset_index is not None and time_index is not None:
             _compare_with_rebuilt(segment, offset_index, time_index, snapshots, interval, problems)
-    _check_txn_index(segment, batches, problems)
+    try:
+        _check_txn_index(segment, batches, problems)
+    except CorruptDataError as err:
+        problems.located(err, segment.txn_index_path)
 
 
 def _open_index(cls, path: str, segment: LogSegment, closed: bool, problems: _Reporter):
@@ -363,7 +394,8 @@ def _compare_with_rebuilt(segment: LogSegment, offset_index: OffsetIndex, time_i
                           snapshots, interval: int, problems: _Reporter) -> None:
     headers = (h for h, _ in segment.iter_headers(allow_torn_tail=True))
     # Producer snapshots inside the segment mark broker restarts, which add entries (§4.5).
-    rebuilt = rebuild_indexes(headers, segment.base_offset, interval, restart_offsets=snapshots)
+    rebuilt = rebuild_indexes(headers, segment.base_offset, interval, restart_offsets=snapshots,
+                              log_path=segment.log_path)
     for index, expected in zip((offset_index, time_index), rebuilt):
         actual, wanted = index.entries(), expected.entries()
         if actual != wanted:
@@ -409,6 +441,9 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    if not 0 <= args.index_interval_bytes <= INT32_MAX:
+        raise BadOptionError("--index-interval-bytes", args.index_interval_bytes,
+                             f"must be between 0 and {INT32_MAX}")
     failed = False
     for part in partition_dirs(args.paths, getattr(args, "store_config", None)):
         report = verify_partition(part.path, index_interval_bytes=args.index_interval_bytes,

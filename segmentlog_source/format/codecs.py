@@ -76,8 +76,9 @@ _INT32_BE = struct.Struct(">i")
 
 
 def decompress(codec: int, data, *, magic: int = 2,
-               max_output: int = DEFAULT_MAX_DECOMPRESSED) -> bytes:
-    """The uncompressed bytes of a `codec` stream, as Kafka's reader for `magic` sees them.
+               max_output: int = DEFAULT_MAX_DECOMPRESSED) -> bytes | bytearray | memoryview:
+    """The uncompressed bytes of a `codec` stream, as Kafka's reader for `magic` sees them: a
+    bytes-like object, never copied once more (a batch's records can take hundreds of MB).
 
     An empty payload is an empty stream for every codec (the cleaner's empty batches keep their
     codec bits but carry no bytes). Raises CorruptDataError for malformed input and for output
@@ -150,26 +151,27 @@ def _too_big(name: str, max_output: int) -> CorruptDataError:
 
 
 def _gunzip(data: memoryview, max_output: int) -> bytes:
-    out = bytearray()
+    members, produced = [], 0
     rest = data
     while True:
         inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)  # gzip wrapper only, as GZIPInputStream
         # Asking for one byte more than allowed tells a bomb from a stream that just fits.
-        out += inflater.decompress(rest, max_output - len(out) + 1)
-        if len(out) > max_output:
+        members.append(inflater.decompress(rest, max_output - produced + 1))
+        produced += len(members[-1])
+        if produced > max_output:
             raise _too_big("gzip", max_output)
         if not inflater.eof:
             raise CorruptDataError("gzip: truncated stream (no end of deflate data or trailer)")
         rest = inflater.unused_data
         # Java's GZIPInputStream decodes concatenated members and ignores any other trailing bytes.
-        if rest[:2] != b"\x1f\x8b":
-            return bytes(out)
+        if rest[:2] != b"\x1f\x8b":   # (one member, the usual case, is returned uncopied)
+            return members[0] if len(members) == 1 else b"".join(members)
 
 
 def _unsnappy(data: memoryview, max_output: int) -> bytes:
     if len(data) < len(XERIAL_HEADER) or data[:8] != XERIAL_MAGIC:
-        return _snappy_block(data, 0, max_output)  # snappy-java's fallback: one raw block
-    out = bytearray()
+        return _snappy_blocks([data], max_output)  # snappy-java's fallback: one raw block
+    blocks = []
     pos = 0
     while len(data) - pos >= 4:  # snappy-java stops quietly when fewer than 4 bytes remain
         if pos == 0 or _INT32_BE.unpack_from(data, pos)[0] == _XERIAL_MAGIC_HEAD:
@@ -181,9 +183,25 @@ def _unsnappy(data: memoryview, max_output: int) -> bytes:
         if length < 0 or length > len(data) - pos:
             raise CorruptDataError(f"snappy: chunk of {length} bytes at byte {pos - 4} runs past "
                                    f"the end of the {len(data)}-byte stream")
-        out += _snappy_block(data[pos:pos + length], len(out), max_output)
+        blocks.append(data[pos:pos + length])
         pos += length
-    return bytes(out)
+    return _snappy_blocks(blocks, max_output)
+
+
+def _snappy_blocks(blocks: list, max_output: int) -> memoryview:
+    """Raw snappy blocks decoded into one buffer. Each block starts with its uncompressed
+    length, so the whole size is known (and a bomb refused) before anything is decoded, and
+    the output is written once, in place."""
+    sizes = [cramjam.snappy.decompress_raw_len(block) for block in blocks]
+    if sum(sizes) > max_output:
+        raise _too_big("snappy", max_output)
+    out = np.empty(sum(sizes), np.uint8)
+    at = 0
+    for block, size in zip(blocks, sizes):
+        if cramjam.snappy.decompress_raw_into(block, out[at:at + size]) != size:
+            raise CorruptDataError("snappy: a block decodes to fewer bytes than it declares")
+        at += size
+    return memoryview(out)
 
 
 def _check_xerial_header(data: memoryview, pos: int) -> None:
@@ -192,13 +210,6 @@ def _check_xerial_header(data: memoryview, pos: int) -> None:
     version = _INT32_BE.unpack_from(data, pos + 8)[0]
     if version < 1:
         raise CorruptDataError(f"snappy: unsupported xerial stream version {version}")
-
-
-def _snappy_block(block: memoryview, produced: int, max_output: int) -> bytes:
-    # A raw block starts with its uncompressed length, so a bomb is refused before decoding.
-    if produced + cramjam.snappy.decompress_raw_len(block) > max_output:
-        raise _too_big("snappy", max_output)
-    return bytes(cramjam.snappy.decompress_raw(block))
 
 
 def _unlz4(data: memoryview, magic: int, max_output: int) -> bytes:
@@ -232,7 +243,7 @@ def _unlz4(data: memoryview, magic: int, max_output: int) -> bytes:
         if size == 0:  # end mark; Kafka reads exactly one frame and ignores what follows
             if flg & _FLG_CONTENT_CHECKSUM and len(data) - pos < 4:
                 raise CorruptDataError("lz4: truncated content checksum")
-            return bytes(out)
+            return out
         if size > max_block:
             raise CorruptDataError(
                 f"lz4: block of {size} bytes exceeds the frame's maximum {max_block}")
@@ -302,5 +313,5 @@ def _unzstd(data: memoryview, max_output: int) -> bytes:
                 continue
             raise
         if written <= max_output:
-            return buffer[:written].tobytes()
+            return memoryview(buffer)[:written]   # no copy: big payloads must not cost two
     raise _too_big("zstd", max_output)

@@ -26,7 +26,7 @@ from .varint import ERR_TRUNCATED, ERR_VARINT_TOO_LONG, ERR_VARLONG_TOO_LONG
 
 _FULL_RANGE = (K.INT64_MIN, K.INT64_MAX)
 # decode_parts' default: decompressed record bytes per part (a single bigger batch is one part)
-DECODE_PART_BYTES = 16 * 1024 * 1024
+DECODE_PART_BYTES = 4 * 1024 * 1024
 
 
 class DecodedPart(NamedTuple):
@@ -141,8 +141,10 @@ class ColumnarDecoder:
             header, entry = entries[i]
             if header.magic < 2:
                 if run:
-                    yield self._part(entries, meta, run, areas, ranges)
+                    part = self._part(entries, meta, run, areas, ranges)
                     run, areas, run_bytes = [], [], 0
+                    yield part
+                    del part
                 yield DecodedPart(self._decode_legacy(header, entry, ranges), i + 1)
                 continue
             if header.codec or areas:
@@ -157,8 +159,10 @@ class ColumnarDecoder:
                 run_bytes += header.size
             run.append(i)
             if max_bytes is not None and areas and run_bytes >= max_bytes:
-                yield self._part(entries, meta, run, areas, ranges)
-                run, areas, run_bytes = [], [], 0
+                part = self._part(entries, meta, run, areas, ranges)
+                run, areas, run_bytes = [], [], 0   # (freed before the consumer gets the part)
+                yield part
+                del part
         if run:
             yield self._part(entries, meta, run, areas, ranges)
 

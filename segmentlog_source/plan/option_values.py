@@ -21,17 +21,20 @@ def bool_option(opts: dict, name: str, default: bool) -> bool:
     raise BadOptionError(name, raw, "expected true or false")
 
 
-def int_option(opts: dict, name: str, default, minimum: int = 1):
-    """An integer option of at least `minimum` (`default` when absent)."""
+def int_option(opts: dict, name: str, default, minimum: int = 1, maximum: int = 2**63 - 1):
+    """An integer option between `minimum` and `maximum` (`default` when absent)."""
     raw = opts.get(name.lower())
     if raw is None:
         return default
-    wanted = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+    if maximum < 2**63 - 1:
+        wanted = f"an integer from {minimum} to {maximum}"
+    else:
+        wanted = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
     try:
         value = int(str(raw).strip())
     except ValueError:
         raise BadOptionError(name, raw, f"expected {wanted}") from None
-    if value < minimum:
+    if not minimum <= value <= maximum:
         raise BadOptionError(name, raw, f"expected {wanted}")
     return value
 

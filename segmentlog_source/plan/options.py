@@ -19,6 +19,7 @@ from typing import Mapping
 from ..errors import BadOptionError
 from ..storage.io.store_config import DEFAULT_CONFIG, StoreConfig
 from .option_values import bool_option, choice_option, int_option
+from .scan_plan import MAX_GROUPS
 from .store_options import parse_store_options
 
 EARLIEST = -2
@@ -118,8 +119,10 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
         starting_timestamp_strategy=choice_option(opts, "startingOffsetsByTimestampStrategy",
                                             TIMESTAMP_STRATEGIES, "error"),
         fail_on_data_loss=bool_option(opts, "failOnDataLoss", True),
-        min_partitions=int_option(opts, "minPartitions", None),
-        max_bytes_per_partition=int_option(opts, "maxBytesPerPartition", 128 * 1024 * 1024),
+        # every group is a Spark task: bounds that keep a plan to what a cluster can run
+        min_partitions=int_option(opts, "minPartitions", None, maximum=MAX_GROUPS),
+        max_bytes_per_partition=int_option(opts, "maxBytesPerPartition", 128 * 1024 * 1024,
+                                           minimum=64 * 1024),
         isolation_level=choice_option(opts, "isolationLevel", ISOLATION_LEVELS, "read_uncommitted"),
         include_headers=bool_option(opts, "includeHeaders", False),
         include_payload=bool_option(opts, "includePayload", True),

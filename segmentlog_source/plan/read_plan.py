@@ -149,7 +149,7 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
             continue
         fs = pdir.fs
         log = PartitionLog.open(pdir.path, fs, topic=pdir.topic, partition=pdir.partition,
-                                stats=stats)
+                                stats=stats, salvage=not opts.fail_on_data_loss)
         # What the log end offset needs (and, for timestamp options, ListOffsets, which looks
         # at every segment's time index), fetched in parallel on object stores.
         by_time = opts.starting.by_timestamp() or opts.ending.by_timestamp()
@@ -184,6 +184,8 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
             if any(t.path == seg.log_path for t in part_tasks):
                 positions[seg.log_path] = seg.offset_index_entries()[1]
         tasks.extend(part_tasks)
+        plan.notes.extend(f"{s.index_problem}: read without it (rebuilt from the .log)"
+                          for s in log.segments if s.index_problem is not None)
         if opts.read_committed and part_tasks:
             aborted.extend(AbortedRange(log.topic, log.partition, a.producer_id, a.first_offset,
                                         a.last_offset)

@@ -19,6 +19,9 @@ import numpy as np
 
 from .predicates import INT64_MAX, INT64_MIN
 
+# At most this many groups (Spark partitions) in a plan: each is a Spark task.
+MAX_GROUPS = 1_000_000
+
 
 class SegmentView(Protocol):
     base_offset: int
@@ -197,7 +200,7 @@ def group_tasks(tasks: list[ScanTask], index_positions: dict[str, np.ndarray],
     candidates = np.unique(np.array(candidates + [total], dtype=np.int64))
     # no more groups than there are places to cut: a huge minPartitions (or a tiny
     # maxBytesPerPartition) must not loop billions of times for nothing
-    groups_wanted = min(groups_wanted, len(candidates) - 1)
+    groups_wanted = min(groups_wanted, len(candidates) - 1, MAX_GROUPS)
     cuts = []
     for k in range(1, groups_wanted):
         ideal = k * total / groups_wanted

@@ -18,6 +18,8 @@ from .option_values import int_option
 PREFIX = "fs."
 POLICY = {"retries": "retries", "retrybackoffms": "retry_backoff_ms",
           "readaheadbytes": "read_ahead_bytes", "parallelism": "parallelism"}
+POLICY_BOUNDS = {"retries": (0, 100), "retrybackoffms": (1, 600_000),
+                 "readaheadbytes": (1, 1024**3), "parallelism": (1, 256)}
 
 
 def parse_store_options(options: Mapping[str, str]) -> StoreConfig:
@@ -30,8 +32,8 @@ def parse_store_options(options: Mapping[str, str]) -> StoreConfig:
             continue
         short = name[len(PREFIX):]
         if short in POLICY:
-            policy[POLICY[short]] = int_option(opts, name, None,
-                                               minimum=0 if short == "retries" else 1)
+            low, high = POLICY_BOUNDS[short]
+            policy[POLICY[short]] = int_option(opts, name, None, minimum=low, maximum=high)
         elif short in SETTINGS:
             settings.append((short, str(value)))
         else:

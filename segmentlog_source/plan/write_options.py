@@ -13,7 +13,7 @@ import re
 from typing import Mapping
 
 from ..errors import BadOptionError
-from ..format.batch import CODEC_IDS, CODEC_NAMES
+from ..format.batch import CODEC_IDS, CODEC_NAMES, DEFAULT_MAX_BATCH_BYTES, INT32_MAX
 from ..storage.io.store_config import DEFAULT_CONFIG, StoreConfig
 from ..storage.log.log_config import LogConfig
 from .option_values import choice_option, int_option
@@ -27,6 +27,9 @@ FSYNC_POLICIES = {"none": "none", "commit": "close", "batch": "always"}
 PRODUCER_BATCH_SIZE = 16384          # the producer's batch.size
 DEFAULT_LOCK_TIMEOUT_MS = 60_000     # how long a commit waits for another writer's locks
 DEFAULT_STAGING_RETENTION_MS = 24 * 3600 * 1000
+MAX_WAIT_MS = 24 * 3600 * 1000       # a day: a longer lock wait is a hang
+# Every partition is a directory: this many is already far more than one topic of a busy cluster.
+MAX_PARTITIONS = 10_000
 
 # Kafka's Topic.validate: legal characters and length; "." and ".." are not topics.
 _TOPIC_CHARS = re.compile(r"[a-zA-Z0-9._-]+")
@@ -69,12 +72,14 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     codec_name = _compression(opts)
     fsync = choice_option(opts, "fsync", tuple(FSYNC_POLICIES), "commit")
     config_values = {
-        "segment_bytes": int_option(opts, "segment.bytes", LogConfig.segment_bytes),
+        "segment_bytes": int_option(opts, "segment.bytes", LogConfig.segment_bytes,
+                                    maximum=INT32_MAX),
         "segment_ms": int_option(opts, "segment.ms", LogConfig.segment_ms),
         "segment_index_bytes": int_option(opts, "segment.index.bytes",
-                                             LogConfig.segment_index_bytes),
+                                          LogConfig.segment_index_bytes, maximum=INT32_MAX),
         "index_interval_bytes": int_option(opts, "index.interval.bytes",
-                                           LogConfig.index_interval_bytes, minimum=0),
+                                           LogConfig.index_interval_bytes, minimum=0,
+                                           maximum=INT32_MAX),
         "fsync": FSYNC_POLICIES[fsync],
     }
     try:
@@ -83,22 +88,22 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
         name = _LOG_CONFIG_OPTIONS.get(err.name, err.name)
         raise BadOptionError(name, opts.get(name.lower(), err.value), err.reason) from None
     timestamp_type = choice_option(opts, "timestampType", tuple(TIMESTAMP_TYPES), "createtime")
-    num_partitions = int_option(opts, "numPartitions", None)
-    if num_partitions is not None and num_partitions >= 2**31:
-        raise BadOptionError("numPartitions", opts["numpartitions"], "must be an int32")
+    num_partitions = int_option(opts, "numPartitions", None, maximum=MAX_PARTITIONS)
     return WriteOptions(
         path=path,
         topic=topic,
         codec=CODEC_IDS[codec_name],
-        batch_bytes=int_option(opts, "batch.size", PRODUCER_BATCH_SIZE),
-        max_records_per_batch=int_option(opts, "maxRecordsPerBatch", None),
+        batch_bytes=int_option(opts, "batch.size", PRODUCER_BATCH_SIZE,
+                               maximum=DEFAULT_MAX_BATCH_BYTES),
+        max_records_per_batch=int_option(opts, "maxRecordsPerBatch", None, maximum=INT32_MAX),
         log_append_time=TIMESTAMP_TYPES[timestamp_type] == "LogAppendTime",
         fsync=fsync,
         num_partitions=num_partitions,
         log_config=log_config,
-        lock_timeout_ms=int_option(opts, "lockTimeoutMs", DEFAULT_LOCK_TIMEOUT_MS, minimum=0),
+        lock_timeout_ms=int_option(opts, "lockTimeoutMs", DEFAULT_LOCK_TIMEOUT_MS, minimum=0,
+                                   maximum=MAX_WAIT_MS),
         staging_retention_ms=int_option(opts, "stagingRetentionMs",
-                                           DEFAULT_STAGING_RETENTION_MS),
+                                        DEFAULT_STAGING_RETENTION_MS, maximum=MAX_WAIT_MS * 365),
         store=parse_store_options(opts),
     )
 

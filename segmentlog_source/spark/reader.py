@@ -188,8 +188,10 @@ class GroupScan:
             emitted = done
             try:
                 for part in self.decoder.decode_parts(entries[done:], **ranges):
-                    yield from self._to_batches(task, part.columns)
                     emitted = done + part.entries_done
+                    columns, part = part.columns, None
+                    yield from self._to_batches(task, columns)
+                    del columns    # a part's memory goes before the next is decoded
                 return
             except CorruptDataError as err:
                 if self.settings.fail_on_data_loss:

@@ -8,8 +8,11 @@ pickles the reader before calling it), so all a task needs travels in its InputP
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
+from itertools import chain
+import logging
+
+import pyarrow as pa
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
@@ -30,6 +33,10 @@ REUSE_WARNING = (
 
 
 _reuse_warned = False
+
+
+def _empty_batch(schema: pa.Schema) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([pa.array([], f.type) for f in schema], schema=schema)
 
 
 @dataclass(frozen=True)
@@ -62,7 +69,11 @@ class SegmentLogReader(DataSourceReader):
         group = getattr(partition, "group", None)
         if group is None:
             return iter(())   # Spark's stand-in InputPartition(None) for an empty plan
-        return iter(GroupScan(group, self._settings(fold(list(self.predicates)))))
+        scan = GroupScan(group, self._settings(fold(list(self.predicates))))
+        # PySpark's worker keeps the first batch a reader yields alive for the whole task
+        # (records_to_arrow_batches' first_element): make it an empty one, so no decoded data
+        # is pinned (a batch can hold hundreds of MB of decompressed values).
+        return chain([_empty_batch(scan.schema)], scan)
 
 
 class SegmentLogPushdownReader(SegmentLogReader):

@@ -40,6 +40,13 @@ def test_json_offsets_and_precedence_of_timestamps():
     ("startingTimestamp", "yesterday"),
     ("failOnDataLoss", "maybe"),
     ("minPartitions", "0"),
+    ("minPartitions", str(10**7)),               # every group is a Spark task: bounded
+    ("maxBytesPerPartition", "1024"),            # (a plan of a group per batch is no plan)
+    ("maxBytesPerPartition", str(2**63)),
+    ("fs.retries", "1000000"),
+    ("fs.retryBackoffMs", str(10**9)),
+    ("fs.readAheadBytes", str(2**40)),
+    ("fs.parallelism", "100000"),
     ("isolationLevel", "serializable"),
     ("assign", '{"t": 0}'),
     ("subscribePattern", "(unclosed"),

@@ -49,6 +49,11 @@ def test_options_are_case_insensitive_and_mapped():
     ({"fsync": "always"}, "fsync"),
     ({"numPartitions": "0"}, "numPartitions"),
     ({"numPartitions": str(2**31)}, "numPartitions"),
+    ({"numPartitions": "1000000"}, "numPartitions"),   # a directory each: bounded
+    ({"batch.size": str(2**30)}, "batch.size"),        # over what readers take as a batch
+    ({"segment.bytes": str(2**31)}, "segment.bytes"),
+    ({"maxRecordsPerBatch": str(2**31)}, "maxRecordsPerBatch"),
+    ({"lockTimeoutMs": str(10**12)}, "lockTimeoutMs"),
     ({"topic": "a/b"}, "topic"),
     ({"topic": ".."}, "topic"),
     ({"topic": "x" * 250}, "topic"),

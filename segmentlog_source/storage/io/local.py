@@ -43,8 +43,9 @@ def open_regular(path: str, flags: int) -> int:
         fd = os.open(path, flags | os.O_NONBLOCK, 0o644)
     except FileNotFoundError:
         raise _missing(path) from None
-    except IsADirectoryError:
-        raise _not_a_file(path, stat.S_IFDIR) from None
+    except OSError:   # EISDIR, ENXIO (a socket), ...: say what is there instead
+        stat_regular(path)
+        raise
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)

@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from ...errors import CorruptDataError, DataLossError
 from ...format.batch import BatchHeader
+from ..log_files import LOG_SUFFIX, file_name
 
 # Topics compacted by default: Kafka's own, Schema Registry's, Kafka Connect's default names,
 # and Kafka Streams' changelogs (`<application>-<store>-changelog`).
@@ -108,10 +109,10 @@ class BatchSequence:
         """What follows the last batch checked: the first offset of the next batch in the file,
         or (`next_segment`) the next segment's base offset, found at byte `position`."""
         if next_offset <= self.previous_last:
-            what = ("the next segment's base offset" if next_segment
-                    else "the first offset of the batch after it")
+            what = (f"the next segment, {file_name(next_offset, LOG_SUFFIX)}, which starts at"
+                    if next_segment else "the batch after it, which starts at")
             raise CorruptDataError(f"the batch ending at offset {self.previous_last} overlaps "
-                                   f"{what}, {next_offset}", self.path, position)
+                                   f"{what} {next_offset}", self.path, position)
         if next_offset > self.previous_last + 1 and not self.gap_expected:
             self.gaps.append(OffsetGap(self.previous_last + 1, next_offset, self.path, position,
                                        next_segment))
@@ -134,8 +135,9 @@ class BatchSequence:
         gap = self.gaps[0]
         missing = f"offsets {gap.first_missing}..{gap.next_offset - 1}"
         if gap.between_segments:
-            raise DataLossError(f"{self.path}: {missing} are missing after this segment: no "
-                                f"segment holds them (a deleted segment?). If the topic is "
+            raise DataLossError(f"{self.path}: {missing} are missing after this segment, before "
+                                f"{file_name(gap.next_offset, LOG_SUFFIX)}: no segment holds "
+                                f"them (a deleted segment?). If the topic is "
                                 f"compacted, copy its data directory's cleaner-offset-checkpoint "
                                 f"along, or read with failOnDataLoss=false")
         raise CorruptDataError(f"{missing} are missing before this batch, a gap only the log "

@@ -18,21 +18,14 @@ from __future__ import annotations
 import logging
 from typing import Iterator, NamedTuple
 
-import numpy as np
-from crc32c import crc32c
-
 from ...errors import CorruptDataError, DataLossError, FileChangedError
-from ...format.batch import (DEFAULT_MAX_BATCH_BYTES, MAGIC_OFFSET, MIN_LEGACY_MESSAGE_SIZE,
-                             MIN_V2_BATCH_LENGTH, V2_CRC_START, V2_HEADER_SIZE, BatchHeader,
-                             header_at)
+from ...format.batch import DEFAULT_MAX_BATCH_BYTES, BatchHeader
 from ...format.legacy import decode_legacy_entry
 from .batch_sequence import BatchSequence
 from .log_segment import DEFAULT_CHUNK_BYTES, EntryScan
+from .resync import find_next_batch
 
 log = logging.getLogger("segmentlog")
-
-_RESYNC_CHUNK = 1024 * 1024
-
 
 class Skipped(NamedTuple):
     """Bytes of a segment a salvaging read left out, and why."""
@@ -44,6 +37,19 @@ class Skipped(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.path} bytes {self.start}..{self.end}: {self.reason}"
+
+
+class _Held(NamedTuple):
+    """A batch waiting for what follows it: `before` is its predecessor's last offset, and
+    `vouched` says the predecessor confirmed its offsets (it starts right after it)."""
+
+    header: BatchHeader
+    entry: memoryview
+    before: int
+    vouched: bool
+
+    def crc_ok(self) -> bool:
+        return self.header.crc_is_valid(self.entry)
 
 
 class CheckedScan:
@@ -73,8 +79,7 @@ class CheckedScan:
     # -- the scan ----------------------------------------------------------------------------
     def __iter__(self) -> Iterator[tuple[BatchHeader, memoryview]]:
         seq = self.sequence
-        held = None            # the batch waiting for its successor's check
-        before_held = seq.previous_last
+        held: _Held | None = None        # the batch waiting for its successor's check
         position = self.start
         while True:
             scan = EntryScan(self.fs, self.path, position, self.end, chunk_bytes=self.chunk_bytes,
@@ -84,30 +89,27 @@ class CheckedScan:
             try:
                 for header, entry in scan:
                     first = self._first_offset(header, entry)
-                    before = seq.previous_last
+                    before, vouched = seq.previous_last, not seq.unchecked
                     try:
                         seq.add(header, first)
                     except CorruptDataError as err:
-                        held = self._clash(err, held, before_held, header, entry)
-                        if held is None:
-                            before_held = seq.previous_last
+                        held = self._clash(err, held, header, entry)
                         continue
                     if self._suspect_after_gap(header, before):
                         continue
                     if held is not None:
-                        yield held
+                        yield held.header, held.entry
                     if self.stop_at is not None and first >= self.stop_at:
                         seq.finish()
                         return
-                    held, before_held = (header, entry), before
+                    held = _Held(header, entry, before, vouched and first == before + 1)
             except FileChangedError:
                 raise
             except CorruptDataError as err:
                 if not self.salvage or err.path != self.path or err.position is None:
                     raise
                 # the framing broke: resume at the next whole batch with a valid CRC, if any
-                held = self._drop_held(held, before_held, "the bytes after it are damaged")
-                before_held = seq.previous_last
+                held = self._keep_if_vouched(held, "the bytes after it are damaged")
                 resume = find_next_batch(self.fs, self.path, err.position + 1, self.end,
                                          self.max_batch_bytes, self.stats)
                 self._skip(err.position, self.end if resume is None else resume, err.reason)
@@ -131,12 +133,12 @@ class CheckedScan:
             log.warning("segmentlog: %s", err)
         except CorruptDataError as err:
             if not self.salvage:
-                if held is not None and self.verify_crc and not held[0].crc_is_valid(held[1]):
-                    raise self._crc_error(*held) from None   # the real culprit
+                if held is not None and self.verify_crc and not held.crc_ok():
+                    raise self._crc_error(held.header, held.entry) from None  # the real culprit
                 raise
-            held = self._drop_held(held, before_held, err.reason)
+            held = self._keep_if_vouched(held, err.reason)
         if held is not None:
-            yield held
+            yield held.header, held.entry
 
     def _first_offset(self, header: BatchHeader, entry) -> int:
         if header.first_offset_known:
@@ -169,33 +171,40 @@ class CheckedScan:
             self.sequence.next_batch(scan.following)
 
     # -- salvage -------------------------------------------------------------------------------
-    def _clash(self, err: CorruptDataError, held, before_held: int, header, entry):
-        """A batch whose offsets clash with the one held: raise, or (salvaging) drop the one
-        whose CRC fails, else both (either may be the one whose base offset moved); returns
-        what is still held."""
+    def _clash(self, err: CorruptDataError, held: _Held | None, header, entry):
+        """A batch whose offsets clash with the one held: raise, or (salvaging) drop the one at
+        fault, or both when which cannot be told; returns what is still held.
+
+        The held batch is not at fault when its CRC holds and it followed its own predecessor
+        with no gap (a moved base offset would have left one), in a partition that shows no
+        sign of compaction; nor is the other when the held batch's CRC fails."""
         seq = self.sequence
-        held_bad = held is not None and self.verify_crc and not held[0].crc_is_valid(held[1])
+        held_bad = held is not None and self.verify_crc and not held.crc_ok()
         if not self.salvage:
             if held_bad:
-                raise self._crc_error(*held) from None   # the real culprit
+                raise self._crc_error(held.header, held.entry) from None   # the real culprit
             raise err
-        if self.verify_crc and not held_bad and not header.crc_is_valid(entry):
-            self._skip(header.position, header.end, "CRC mismatch")
-            seq.rewind(held[0].last_offset if held is not None else before_held)
+        this_bad = self.verify_crc and not header.crc_is_valid(entry)
+        if held is not None and not held_bad and (this_bad or (held.vouched and
+                                                               not seq.compacted)):
+            self._skip(header.position, header.end, "CRC mismatch" if this_bad else err.reason)
+            seq.rewind(held.header.last_offset)
             seq.expect_gap()
             return held
         if held is not None:
-            self._skip(held[0].position, held[0].end,
+            self._skip(held.header.position, held.header.end,
                        "CRC mismatch" if held_bad else "its offsets clash with the next batch's")
+            seq.rewind(held.before)
         self._skip(header.position, header.end, err.reason)
-        seq.rewind(before_held)
         seq.expect_gap()
         return None
 
-    def _drop_held(self, held, before_held: int, why: str):
-        if held is not None:
-            self._skip(held[0].position, held[0].end, f"unconfirmed: {why}")
-            self.sequence.rewind(before_held)
+    def _keep_if_vouched(self, held: _Held | None, why: str) -> _Held | None:
+        """The held batch's successor is lost: keep it if its predecessor vouched for it."""
+        if held is None or (held.vouched and not self.sequence.compacted):
+            return held
+        self._skip(held.header.position, held.header.end, f"unconfirmed: {why}")
+        self.sequence.rewind(held.before)
         return None
 
     def _crc_error(self, header: BatchHeader, entry) -> CorruptDataError:
@@ -206,47 +215,3 @@ class CheckedScan:
         skipped = Skipped(self.path, start, max(start, end), reason)
         self.skipped.append(skipped)
         log.warning("segmentlog: skipped %s (failOnDataLoss=false)", skipped)
-
-
-def find_next_batch(fs, path: str, start: int, end: int,
-                    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES, stats=None) -> int | None:
-    """The first position in [start, end) where a whole entry with a valid CRC starts: where a
-    salvaging read resumes after damaged bytes. Candidates are found in bounded chunks by their
-    magic byte and sane lengths (vectorized), then each is proven by its CRC."""
-    with fs.open_read(path, stats) as f:
-        pos = start
-        while pos < end:
-            chunk = np.frombuffer(f.read_at(pos, min(_RESYNC_CHUNK, end - pos) + 12), np.uint8)
-            count = min(len(chunk) - 12, end - pos)   # candidate starts in this chunk
-            if count <= 0:
-                return None
-            at = np.arange(count)
-            magic = chunk[np.minimum(at + MAGIC_OFFSET, len(chunk) - 1)].astype(np.int64)
-            length = (chunk[at + 8].astype(np.int64) << 24 | chunk[at + 9].astype(np.int64) << 16
-                      | chunk[at + 10].astype(np.int64) << 8 | chunk[at + 11].astype(np.int64))
-            length = np.where(length >= 2**31, length - 2**32, length)
-            minimum = np.choose(np.minimum(magic, 3), [MIN_LEGACY_MESSAGE_SIZE[0],
-                                                       MIN_LEGACY_MESSAGE_SIZE[1],
-                                                       MIN_V2_BATCH_LENGTH, 2**31])
-            sane = ((length >= minimum) & (length + 12 <= max_batch_bytes)
-                    & (pos + at + length + 12 <= end))
-            for rel in np.flatnonzero(sane).tolist():
-                if _whole_entry_at(f, pos + rel):
-                    return pos + rel
-            pos += count
-    return None
-
-
-def _whole_entry_at(f, position: int) -> bool:
-    """Whether the entry at `position` (whose lengths were found sane) has a valid CRC."""
-    head = f.read_at(position, V2_HEADER_SIZE)
-    try:
-        header = header_at(head, 0, base_position=position)
-    except (CorruptDataError, ValueError, IndexError):   # struct.error is a ValueError
-        return False
-    entry = f.read_at(position, header.size)
-    if len(entry) < header.size:
-        return False
-    if header.magic == 2:
-        return crc32c(memoryview(entry)[V2_CRC_START:]) == header.crc
-    return header.crc_is_valid(entry)

@@ -22,6 +22,7 @@ from ..log_files import (INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFI
 from ..txn.transaction_index import TransactionIndex
 from .abstract_index import DEFAULT_MAX_INDEX_BYTES
 from .offset_index import OffsetIndex
+from .resync import find_next_batch
 from .segment_indexer import rebuild_indexes
 from .time_index import TimeIndex
 
@@ -168,12 +169,13 @@ class EntryScan:
 
 
 class LogSegment:
-    """A segment's files, found by base offset. Indexes are opened (or rebuilt in memory, when a
-    file is missing) on first use; `active` marks the last segment, whose indexes may lag."""
+    """A segment's files, found by base offset (Kafka's LogSegment). Indexes are opened (or
+    rebuilt in memory, when a file is missing) on first use; `active` marks the last segment,
+    whose indexes may lag."""
 
     def __init__(self, directory: str, base_offset: int, fs=LOCAL, *, log_path: str | None = None,
                  active: bool = False, max_index_bytes: int = DEFAULT_MAX_INDEX_BYTES,
-                 stats: IOStats | None = None):
+                 stats: IOStats | None = None, rebuild_bad_indexes: bool = False):
         self.directory = directory
         self.base_offset = base_offset
         self.fs = fs
@@ -193,6 +195,10 @@ class LogSegment:
         self._txn_index: TransactionIndex | None = None
         self._tail: tuple | None = None
         self._size: int | None = None
+        # Salvaging, an index that fails its checks is rebuilt from the `.log` (in memory)
+        # instead of failing the read; index_problem says why.
+        self.rebuild_bad_indexes = rebuild_bad_indexes
+        self.index_problem: CorruptDataError | None = None
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path!r})"
@@ -229,20 +235,28 @@ class LogSegment:
 
     def _load_indexes(self) -> None:
         if self.has_index_files:
-            offset_index = OffsetIndex.open(self.index_path, self.base_offset, self.fs,
+            try:
+                offset_index = OffsetIndex.open(self.index_path, self.base_offset, self.fs,
+                                                max_index_bytes=self.max_index_bytes)
+                time_index = TimeIndex.open(self.time_index_path, self.base_offset, self.fs,
                                             max_index_bytes=self.max_index_bytes)
-            time_index = TimeIndex.open(self.time_index_path, self.base_offset, self.fs,
-                                        max_index_bytes=self.max_index_bytes)
-            # Lookups binary-search these: unsorted entries or positions past the end of the
-            # log would give wrong answers silently, so they are refused here.
-            offset_index.sanity_check(log_size=self.size)
-            time_index.sanity_check()
-        else:
-            # What the broker does at load when `.index` is missing: rebuild (here in memory).
-            headers = (h for h, _ in self.iter_headers(allow_torn_tail=self.active))
-            offset_index, time_index = rebuild_indexes(headers, self.base_offset,
-                                                       max_index_bytes=self.max_index_bytes)
-        self._offset_index, self._time_index = offset_index, time_index
+                # Lookups binary-search these: unsorted entries or positions past the end of
+                # the log would give wrong answers silently, so they are refused here.
+                offset_index.sanity_check(log_size=self.size)
+                time_index.sanity_check()
+                self._offset_index, self._time_index = offset_index, time_index
+                return
+            except CorruptDataError as err:
+                if not self.rebuild_bad_indexes:
+                    raise
+                self.index_problem = err
+        # What the broker does at load when `.index` is missing (or, salvaging, unusable):
+        # rebuild, here in memory.
+        headers = (h for h, _ in self.iter_headers(allow_torn_tail=self.active
+                                                   or self.rebuild_bad_indexes))
+        self._offset_index, self._time_index = rebuild_indexes(
+            headers, self.base_offset, max_index_bytes=self.max_index_bytes,
+            log_path=self.log_path)
 
     # -- scans -----------------------------------------------------------------------------
     def iter_entries(self, start: int = 0, end: int | None = None, *,
@@ -325,18 +339,64 @@ class LogSegment:
 
     def _tail_summary(self) -> tuple[int, int, int, int]:
         """(next offset, max timestamp, its offset, end of the last whole batch), scanning only
-        past the last index entry."""
+        past the last index entry.
+
+        Index entries are confirmed by the `.log`: one that points at no whole batch (a crash
+        wrote the entry, not all of its batch) sends the scan back to the entry before it, and
+        a time-index entry past the last whole batch is not believed; so a torn tail never
+        turns into a shorter segment than its whole batches make.
+        """
         if self._tail is None:
-            max_ts, max_ts_offset = self.time_index.last_entry()
             slot = len(self.offset_index) - 1
-            position = self.offset_index.entry(slot)[1] if slot >= 0 else 0
-            next_offset, end = self.base_offset, position
-            for header, _ in self._scan_from_index_entry(slot, position, bodies=False):
-                next_offset, end = header.next_offset, header.end
-                if header.max_timestamp > max_ts:
-                    max_ts, max_ts_offset = header.max_timestamp, header.last_offset
-            self._tail = (next_offset, max_ts, max_ts_offset, end)
+            while True:
+                position = self.offset_index.entry(slot)[1] if slot >= 0 else 0
+                last, scanned = None, (-1, self.base_offset)
+                for header in self._tail_headers(slot, position):
+                    last = header
+                    if header.max_timestamp > scanned[0]:
+                        scanned = (header.max_timestamp, header.last_offset)
+                if last is not None or slot < 0:
+                    break
+                slot -= 1
+            next_offset = self.base_offset if last is None else last.next_offset
+            max_ts, max_ts_offset = self.time_index.last_entry()
+            if max_ts >= 0 and max_ts_offset >= next_offset:
+                # the time index speaks of batches that are not there: ask the batches
+                max_ts, max_ts_offset = -1, self.base_offset
+                if slot >= 0:
+                    scanned = max(((h.max_timestamp, h.last_offset) for h, _ in
+                                   self.iter_headers(allow_torn_tail=self.active)),
+                                  key=lambda t: t[0], default=scanned)
+            if scanned[0] > max_ts:
+                max_ts, max_ts_offset = scanned
+            self._tail = (next_offset, max_ts, max_ts_offset,
+                          position if last is None else last.end)
         return self._tail
+
+    def _tail_headers(self, slot: int, position: int) -> Iterator[BatchHeader]:
+        """Headers from index entry `slot` to the end; salvaging (rebuild_bad_indexes), damaged
+        bytes are passed over to the next whole batch (index_problem says what was)."""
+        try:
+            for header, _ in self._scan_from_index_entry(slot, position, bodies=False):
+                yield header
+            return
+        except CorruptDataError as err:
+            if not self.rebuild_bad_indexes or err.path != self.log_path or err.position is None:
+                raise
+            self.index_problem, damaged = err, err.position
+        while True:
+            position = find_next_batch(self.fs, self.log_path, damaged + 1, self.size,
+                                       stats=self.stats)
+            if position is None:
+                return
+            try:
+                for header, _ in self.iter_headers(position, allow_torn_tail=True):
+                    yield header
+                return
+            except CorruptDataError as err:
+                if err.position is None:
+                    raise
+                damaged = err.position
 
     def read_next_offset(self) -> int:
         """The offset after the last batch (the base offset for an empty segment)."""

@@ -79,8 +79,11 @@ class PartitionLog:
 
     @classmethod
     def open(cls, path: str, fs=None, *, topic: str | None = None, partition: int | None = None,
-             stats: IOStats | None = None) -> "PartitionLog":
-        """Open a partition directory for reading (it is not modified)."""
+             stats: IOStats | None = None, salvage: bool = False,
+             read_log_start_checkpoint: bool = True) -> "PartitionLog":
+        """Open a partition directory for reading (it is not modified). `salvage`: an index
+        that fails its checks is rebuilt from the `.log` rather than an error (failOnDataLoss
+        false; each segment's index_problem says so)."""
         if fs is None:
             fs, path = filesystem_for(path)
         if not fs.is_dir(path):
@@ -88,12 +91,14 @@ class PartitionLog:
         topic, partition = cls._identify(fs, path, topic, partition)
         # An unfinished swap is read as if it had finished; marker files are ignored (§9.1).
         logs = plan_files(fs, path).logs
-        segments = [LogSegment(path, base, fs, log_path=fs.join(path, name), stats=stats)
+        segments = [LogSegment(path, base, fs, log_path=fs.join(path, name), stats=stats,
+                               rebuild_bad_indexes=salvage)
                     for base, name in sorted(logs.items())]
         if segments:
             segments[-1].active = True
         checkpoint = read_offset_checkpoint(
-            fs.join(fs.dirname(path), LOG_START_OFFSET_CHECKPOINT), fs)
+            fs.join(fs.dirname(path), LOG_START_OFFSET_CHECKPOINT), fs) \
+            if read_log_start_checkpoint else {}
         start = max(checkpoint.get((topic, partition), 0),
                     segments[0].base_offset if segments else 0)
         return cls(fs, path, topic, partition, segments, start)
@@ -143,11 +148,12 @@ class PartitionLog:
         cleaned = self._data_dir_checkpoint(CLEANER_OFFSET_CHECKPOINT)
         return compacted_by_default(self.topic) or (self.topic, self.partition) in cleaned
 
-    def lost_data(self) -> list[str]:
+    def lost_data(self, end: int | None = None) -> list[str]:
         """What the files around the segments say is missing from them, one sentence each:
         index files whose `.log` is gone (above the first segment: below it, retention was
         deleting them), and a producer snapshot or a data-directory checkpoint (recovery point,
-        high watermark, log start offset) beyond the log end offset (the tail was lost)."""
+        high watermark, log start offset) beyond the log end offset (the tail was lost).
+        `end`: the log end offset, when the caller knows it (else the segments say)."""
         if not self.segments:
             return []
         found = []
@@ -165,7 +171,7 @@ class PartitionLog:
             found.append(f"{' and '.join(fs.join(self.directory, n) for n in files)} have no "
                          f"{file_name(base, '.log')}: the segment holding offsets from {base} is "
                          f"missing")
-        end = self.log_end_offset
+        end = self.log_end_offset if end is None else end
         snapshots = snapshot_offsets(self.directory, fs)
         if snapshots and snapshots[-1] > end:
             found.append(f"{fs.join(self.directory, file_name(snapshots[-1], '.snapshot'))} says "

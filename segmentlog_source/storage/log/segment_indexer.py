@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from ...errors import CorruptDataError
 from ...format.batch import BatchHeader, iter_headers
 from .abstract_index import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_INDEX_BYTES
 from .offset_index import OffsetIndex
@@ -59,11 +60,12 @@ class SegmentIndexer:
 def rebuild_indexes(headers: Iterable[BatchHeader], base_offset: int,
                     interval: int = DEFAULT_INDEX_INTERVAL_BYTES, *,
                     restart_offsets: Iterable[int] = (),
-                    max_index_bytes: int = DEFAULT_MAX_INDEX_BYTES
+                    max_index_bytes: int = DEFAULT_MAX_INDEX_BYTES, log_path: str | None = None
                     ) -> tuple[OffsetIndex, TimeIndex]:
     """In-memory indexes for a segment's batches, as `LogSegment.recover` builds them (§4.5).
 
     `headers` must already be validated (the caller decides what an invalid batch means).
+    `log_path` names the `.log` in errors.
     `restart_offsets` simulates broker restarts (e.g. producer-snapshot offsets, §4.5): before a
     batch whose base offset is one of them, the close-time entry is added and counting restarts.
     """
@@ -74,7 +76,12 @@ def rebuild_indexes(headers: Iterable[BatchHeader], base_offset: int,
     for header in headers:
         if header.base_offset in restarts and header.first_offset_known:
             indexer.restart()
-        indexer.add_batch(header)
+        try:
+            indexer.add_batch(header)
+        except CorruptDataError as err:   # a batch the index cannot hold: blame the batch
+            raise CorruptDataError(f"batch offsets {header.base_offset}..{header.last_offset} "
+                                   f"do not fit the segment's ({err.reason})", log_path,
+                                   header.position) from None
     indexer.final_entry()
     return offset_index, time_index
 

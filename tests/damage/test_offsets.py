@@ -1,0 +1,87 @@
+"""Offsets outside the CRC (a batch's baseOffset, a legacy entry's offset, the segments' file
+names) are checked against their neighbours: a moved one is an error naming the file, never
+duplicated, reordered or renumbered rows (issue #16, classes 2 and 4)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from segmentlog_source.format.batch import MAX_OFFSET
+from tests.damage.helpers import (BASE_OFFSET, dump_all, generated, poke, read, read_error,
+                                  segments, verify_errors)
+
+SEGMENT_INDEXES = (0, 3, -1)          # the first, a middle and the last segment
+BATCH_INDEXES = (0, 4, -1)            # the first, a middle and the last batch of each
+SHIFTS = (-11, -1, 1, 3, 50, 10**6)   # into the previous batch, next to it, into the next...
+
+
+@pytest.fixture(scope="module")
+def healthy(tmp_path_factory):
+    path = generated(tmp_path_factory.mktemp("offsets") / "data")
+    return path, read(path)
+
+
+@pytest.fixture
+def log(healthy, tmp_path):
+    copy = tmp_path / "data"
+    shutil.copytree(healthy[0].parent, copy)
+    return copy / "t-0"
+
+
+@pytest.mark.parametrize("segment", SEGMENT_INDEXES)
+@pytest.mark.parametrize("batch", BATCH_INDEXES)
+@pytest.mark.parametrize("shift", SHIFTS)
+def test_a_moved_base_offset_is_an_error_naming_the_log(log, segment, batch, shift):
+    path, headers = segments(log)[segment]
+    header = headers[batch]
+    moved = header.base_offset + shift
+    if moved < 0:   # (negative offsets are test_impossible_offsets' case)
+        moved = header.base_offset + 2
+    poke(path, header.position + BASE_OFFSET, "q", moved)
+    err = read_error(log, log)
+    # the segment's .log, or its index, or the producer snapshot that says where the log ended
+    assert path.stem in str(err) or ".snapshot" in str(err)
+    assert any(str(log) in e for e in verify_errors(log))
+    assert "Traceback" not in dump_all(log)
+
+
+@pytest.mark.parametrize("value", [-1, -(2**40), MAX_OFFSET, 2**63 - 1, 2**63 - 10])
+def test_impossible_offsets(log, value):
+    path, headers = segments(log)[2]
+    poke(path, headers[3].position + BASE_OFFSET, "q", value)
+    err = read_error(log, path)
+    assert f"at byte {headers[3].position}" in str(err)
+    assert any(str(path) in e for e in verify_errors(log))   # no OverflowError either
+    assert "Traceback" not in dump_all(log)
+
+
+@pytest.mark.parametrize("segment", [1, 3, 6])
+@pytest.mark.parametrize("move", [-5, -1, 1, 7])
+def test_a_renamed_segment_overlaps_or_misses_its_neighbours(log, segment, move):
+    """A segment file name is outside every CRC: renamed, its base offset no longer matches its
+    first batch, or its range overlaps the previous segment's."""
+    path, headers = segments(log)[segment]
+    base = headers[0].base_offset
+    for old in sorted(log.glob(path.stem + ".*")):
+        old.rename(log / (f"{base + move:020d}" + old.suffix))
+    err = read_error(log, log)
+    assert f"{base + move:020d}.log" in str(err) or "is missing" in str(err)
+    assert any(str(log) in e for e in verify_errors(log))
+
+
+@pytest.mark.parametrize("segment", [0, 2, 5])
+def test_a_duplicated_segment_is_an_error(log, segment):
+    path, _ = segments(log)[segment]
+    last_path, last_headers = segments(log)[-1]
+    copy = log / f"{last_headers[-1].last_offset + 1:020d}.log"
+    shutil.copyfile(path, copy)
+    read_error(log, copy)
+    assert any(str(copy) in e for e in verify_errors(log))
+
+
+def test_healthy_log_reads_exactly(healthy):
+    path, rows = healthy
+    assert [r[2] for r in rows] == list(range(600))
+    assert verify_errors(path) == []
