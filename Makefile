@@ -37,5 +37,10 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench.run
 
+# The large mutation fuzz run of issue #16 (tests/fuzz/): the report goes to bench/results/fuzz.md
+.PHONY: fuzz
+fuzz: $(STAMP)
+	$(PY) -m tests.fuzz.run --mutants 20000 --workers 2 --report bench/results/fuzz.md
+
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache demo-data

@@ -26,7 +26,6 @@ import numpy as np
 
 from ..errors import BadOptionError, CorruptDataError, DataLossError
 from ..format.batch import INT32_MAX, BatchHeader
-from ..format.control import ABORT, parse_control_record
 from ..format.record_decoder import ColumnarDecoder, decode_batch
 from ..storage.log.abstract_index import DEFAULT_INDEX_INTERVAL_BYTES
 from ..storage.log.batch_sequence import BatchSequence
@@ -38,7 +37,8 @@ from ..storage.log.partition_log import PartitionLog
 from ..storage.log.segment_indexer import rebuild_indexes
 from ..storage.log.time_index import TimeIndex
 from ..storage.log_files import INDEX_SUFFIXES, LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA, kind_of
-from ..storage.txn.producer_state_manager import read_snapshot, snapshot_offsets, snapshot_path
+from ..storage.txn.producer_state_manager import (checked_end_txn_marker, read_snapshot,
+                                                   snapshot_offsets, snapshot_path)
 from ..storage.txn.transaction_index import TXN_ENTRY_SIZE
 
 HELP = "check every segment and index of partition directories; exit 1 on any error"
@@ -130,7 +130,7 @@ class _SegmentBatches:
     def __init__(self):
         self.positions, self.base_offsets, self.last_offsets = array("q"), array("q"), array("q")
         self.record_max_timestamps = array("q")
-        self.abort_markers: set[int] = set()
+        self.abort_markers: dict[int, int] = {}   # offset -> producer id
         self.complete = True  # False when an error stopped the scan early
 
     def add(self, header: BatchHeader, base_offset: int, record_max_timestamp: int) -> None:
@@ -250,8 +250,7 @@ class _LogChecker:
                                 f"the last {tail.length} bytes are not a whole batch (a torn "
                                 "write, or garbage; broker recovery truncates them)")
         try:
-            # (an empty segment holds no offsets to miss: Kafka keeps one when a roll jumps)
-            if next_base is not None and batches.complete and len(batches.positions):
+            if next_base is not None and batches.complete:
                 self.sequence.next_offset_is(next_base, scan.position, next_segment=True)
             self.sequence.finish()
         except CorruptDataError as err:
@@ -302,9 +301,9 @@ class _LogChecker:
             return columns.offsets, int(timestamps.max()) if len(timestamps) else -1
         records = decode_batch(entry, header, verify_crc=False).records
         if header.is_control:
-            for record in records:
-                if parse_control_record(record.key, record.value).type == ABORT:
-                    batches.abort_markers.add(record.offset)
+            marker = checked_end_txn_marker(header, entry)   # a well-formed marker, or corrupt
+            if marker is not None and marker[0]:
+                batches.abort_markers[records[0].offset] = header.producer_id
         return (np.array([r.offset for r in records], np.int64),
                 max((r.timestamp for r in records), default=-1))
 
@@ -320,14 +319,17 @@ def _check_indexes(segment: LogSegment, batches: _SegmentBatches, closed: bool, 
     offset_index = _open_index(OffsetIndex, segment.index_path, segment, closed, problems)
     time_index = _open_index(TimeIndex, segment.time_index_path, segment, closed, problems)
     if batches.complete:
+        # A writer may append to the active segment while we check: its index entries for
+        # batches written after our scan are not errors (those of a closed segment are).
+        live = not closed
         if offset_index is not None:
-            _check_offset_entries(offset_index, batches, problems)
+            _check_offset_entries(offset_index, batches, problems, live)
         if time_index is not None:
-            _check_time_entries(time_index, batches, problems)
+            _check_time_entries(time_index, batches, problems, live)
         if closed and offset_index is not None and time_index is not None:
             _compare_with_rebuilt(segment, offset_index, time_index, snapshots, interval, problems)
     try:
-        _check_txn_index(segment, batches, problems)
+        _check_txn_index(segment, batches, problems, closed)
     except CorruptDataError as err:
         problems.located(err, segment.txn_index_path)
 
@@ -350,10 +352,14 @@ def _open_index(cls, path: str, segment: LogSegment, closed: bool, problems: _Re
     return index
 
 
-def _check_offset_entries(index: OffsetIndex, batches: _SegmentBatches, problems: _Reporter):
+def _check_offset_entries(index: OffsetIndex, batches: _SegmentBatches, problems: _Reporter,
+                          live: bool = False):
+    scanned_end = batches.positions[-1] if batches.positions else 0
     for i in range(len(index)):
         offset, position = index.entry(i)
         where = i * index.dtype.itemsize
+        if live and position > scanned_end:
+            break
         j = batches.at_position(position)
         if j is None:
             problems.error(index.path, where, f"entry {i} ({offset}, {position}): byte {position} "
@@ -371,23 +377,33 @@ def _check_offset_entries(index: OffsetIndex, batches: _SegmentBatches, problems
                              kind="index mismatch")
 
 
-def _check_time_entries(index: TimeIndex, batches: _SegmentBatches, problems: _Reporter):
+def _check_time_entries(index: TimeIndex, batches: _SegmentBatches, problems: _Reporter,
+                        live: bool = False):
     last_offsets = batches.last_offsets
     for i in range(len(index)):
         timestamp, offset = index.entry(i)
         where = i * index.dtype.itemsize
+        if live and (not last_offsets or offset > last_offsets[-1]):
+            break
         j = bisect.bisect_left(last_offsets, offset)
         if j == len(last_offsets):
             problems.error(index.path, where, f"entry {i} ({timestamp}, {offset}): offset {offset} "
                            "is past the segment's last batch", kind="entry past the end")
-        elif last_offsets[j] != offset:
-            problems.warning(index.path, where, f"entry {i}: offset {offset} is not a batch's "
-                             f"last offset (DumpLogSegments 'not found'; normal for 3.7 and older "
-                             "leaders)", kind="time index offset not found")
-        elif batches.record_max_timestamps[j] != timestamp:
-            problems.warning(index.path, where, f"entry {i}: timestamp {timestamp}, but the "
-                             f"largest record timestamp in the batch ending at {offset} is "
-                             f"{batches.record_max_timestamps[j]}", kind="timestamp mismatch")
+        elif batches.base_offsets[j] > offset:
+            problems.error(index.path, where, f"entry {i} ({timestamp}, {offset}): no batch holds "
+                           f"offset {offset}", kind="entry in no batch")
+        else:
+            if last_offsets[j] != offset:
+                problems.warning(index.path, where, f"entry {i}: offset {offset} is not a "
+                                 f"batch's last offset (DumpLogSegments 'not found'; normal for "
+                                 "3.7 and older leaders)", kind="time index offset not found")
+            # An entry is written where the running maximum rose: to the largest timestamp of
+            # the batch holding its offset. Another value misleads every lookup by time.
+            if batches.record_max_timestamps[j] != timestamp:
+                problems.error(index.path, where, f"entry {i}: timestamp {timestamp}, but the "
+                               f"largest record timestamp of the batch holding offset {offset} "
+                               f"is {batches.record_max_timestamps[j]}",
+                               kind="timestamp mismatch")
 
 
 def _compare_with_rebuilt(segment: LogSegment, offset_index: OffsetIndex, time_index: TimeIndex,
@@ -409,9 +425,15 @@ def _compare_with_rebuilt(segment: LogSegment, offset_index: OffsetIndex, time_i
                              "cleaner and restarted segments")
 
 
-def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: _Reporter) -> None:
+def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: _Reporter,
+                     closed: bool = True) -> None:
     fs, path = segment.fs, segment.txn_index_path
     if not fs.exists(path):
+        if batches.complete and batches.abort_markers and segment.has_index_files:
+            report = problems.error if closed else problems.warning
+            report(path, None, f"missing, but the segment holds {len(batches.abort_markers)} "
+                   f"ABORT marker(s), from offset {min(batches.abort_markers)}: read_committed "
+                   f"would return their aborted records")
         return
     if fs.size(path) % TXN_ENTRY_SIZE:
         problems.warning(path, fs.size(path) - fs.size(path) % TXN_ENTRY_SIZE,
@@ -425,10 +447,17 @@ def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: _R
         if previous is not None and txn.last_offset <= previous:
             problems.error(path, where, f"entry {i}: last offset {txn.last_offset} is not above "
                            f"the previous entry's {previous}")
-        if batches.complete and txn.last_offset not in batches.abort_markers:
-            problems.error(path, where, f"entry {i}: no ABORT marker at offset {txn.last_offset} "
-                           "in the segment", kind="no ABORT marker")
+        if batches.complete and batches.abort_markers.get(txn.last_offset) != txn.producer_id:
+            problems.error(path, where, f"entry {i}: no ABORT marker of producer "
+                           f"{txn.producer_id} at offset {txn.last_offset} in the segment",
+                           kind="no ABORT marker")
         previous = txn.last_offset
+    listed = {txn.last_offset for txn in segment.txn_index.entries}
+    if batches.complete:
+        for offset in sorted(set(batches.abort_markers) - listed):
+            report = problems.error if closed else problems.warning
+            report(path, None, f"no entry for the ABORT marker at offset {offset}: "
+                   f"read_committed would return its aborted records", kind="missing entry")
 
 
 def add_arguments(parser) -> None:

@@ -58,6 +58,7 @@ ERR_HEADER_KEY = 7       # negative header key length
 ERR_TRAILING = 8         # bytes left after recordsCount records
 ERR_RECORD_COUNT = 9     # negative recordsCount
 ERR_OVERFLOW = 10        # baseOffset/baseTimestamp + delta outside int64
+ERR_RECORD_OFFSET = 11   # offsetDelta not above the previous record's, or past lastOffsetDelta
 
 # Decoder state slots (int64): totals, then where the first error happened.
 ROWS, KEY_BYTES, VALUE_BYTES, HEADERS, HKEY_BYTES, HVALUE_BYTES = 0, 1, 2, 3, 4, 5
@@ -85,8 +86,8 @@ def _fail(state, code, batch, record, pos, value):
 
 
 @njit(cache=True, nogil=True)
-def scan_records(buf, starts, ends, counts, base_offsets, base_timestamps, max_timestamps,
-                 log_append, offset_lo, offset_hi, ts_lo, ts_hi,
+def scan_records(buf, starts, ends, counts, base_offsets, last_offsets, base_timestamps,
+                 max_timestamps, log_append, offset_lo, offset_hi, ts_lo, ts_hi,
                  out_offset, out_timestamp, out_batch, key_pos, key_len, value_pos, value_len,
                  header_pos, header_count, state):
     """Pass 1: walk and validate every record of every batch; index the rows in the filter.
@@ -115,6 +116,8 @@ def scan_records(buf, starts, ends, counts, base_offsets, base_timestamps, max_t
         if count < 0:
             return _fail(state, ERR_RECORD_COUNT, b, 0, 0, count)
         base_offset = base_offsets[b]
+        last_delta = last_offsets[b] - base_offset
+        previous_delta = -1
         base_ts = base_timestamps[b]
         append_time = log_append[b] != 0
         for i in range(count):
@@ -140,9 +143,11 @@ def scan_records(buf, starts, ends, counts, base_offsets, base_timestamps, max_t
                         or (ts_delta < 0 and base_ts < INT64_MIN - ts_delta)):
                     return _fail(state, ERR_OVERFLOW, b, i, p - starts[b], ts_delta)
                 timestamp = base_ts + ts_delta
-            if ((off_delta > 0 and base_offset > INT64_MAX - off_delta)
-                    or (off_delta < 0 and base_offset < INT64_MIN - off_delta)):
-                return _fail(state, ERR_OVERFLOW, b, i, p2 - starts[b], off_delta)
+            # offsetDelta is inside the CRC, lastOffsetDelta too: records must increase within
+            # the batch's own offsets (the cleaner leaves gaps, never disorder)
+            if off_delta <= previous_delta or off_delta > last_delta:
+                return _fail(state, ERR_RECORD_OFFSET, b, i, p2 - starts[b], off_delta)
+            previous_delta = off_delta
             offset = base_offset + off_delta
             klen, p = read_varint(buf, p3, limit)
             if p < 0:

@@ -46,6 +46,8 @@ ERROR_REASONS = {
                     "(incorrect declared batch size)",
     K.ERR_RECORD_COUNT: "invalid records count {value}",
     K.ERR_OVERFLOW: "delta {value} takes the offset or timestamp outside int64",
+    K.ERR_RECORD_OFFSET: "offset delta {value} does not increase within the batch, or passes "
+                         "its lastOffsetDelta",
 }
 
 
@@ -149,6 +151,9 @@ class ColumnarDecoder:
                 continue
             if header.codec or areas:
                 if not areas:   # the run so far was uncompressed: keep its areas as they are
+                    if self.verify_crc and run:   # (checked here: _decode_v2 trusts areas)
+                        _check_crcs([entries[j] for j in run], meta[run],
+                                    [memoryview(entries[j][1]) for j in run])
                     areas = [memoryview(entries[j][1])[V2_HEADER_SIZE:] for j in run]
                 if self.verify_crc:
                     _check_crcs([entries[i]], meta[i:i + 1], [memoryview(entry)])
@@ -230,8 +235,8 @@ class ColumnarDecoder:
         state = np.zeros(K.STATE_SIZE, np.int64)
         log_append = cols[_ATTRS] & ATTR_TIMESTAMP_TYPE
         # contiguous columns: numba compiles once per memory layout, so always give it one
-        code = self._scan(read_only(buf), starts, ends, counts, cols[_BASE], cols[_BASE_TS],
-                          cols[_MAX_TS], log_append, *ranges,
+        code = self._scan(read_only(buf), starts, ends, counts, cols[_BASE], cols[_LAST],
+                          cols[_BASE_TS], cols[_MAX_TS], log_append, *ranges,
                           out_offset, out_ts, out_batch, key_pos, key_len, value_pos, value_len,
                           header_pos, header_count, state)
         if code != K.OK:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..errors import DataLossError, LogNotFoundError
+from ..errors import CorruptDataError, DataLossError, LogNotFoundError
 from ..format.batch import V2_HEADER_SIZE
 from ..storage.commit.commit_log import pending_commit_offsets
 from ..storage.io.stats import IOStats
@@ -86,7 +86,10 @@ class _SegmentView:
         return self._segment.locate(offset, probe_bytes=V2_HEADER_SIZE)
 
     def time_index_entries(self):
+        confirmed = self._segment.max_timestamp_and_offset   # (the last entry, checked)
         timestamps, offsets = self._segment.time_index.arrays()
+        if not self._segment.active and len(timestamps) == 0 and confirmed[0] >= 0:
+            timestamps, offsets = np.array([confirmed[0]]), np.array([confirmed[1]])
         if self._segment.active:
             # The active segment's index lags its tail; add the tail's running maximum.
             max_ts, max_offset = self._segment.max_timestamp_and_offset
@@ -108,6 +111,84 @@ class _PartitionView:
 
     def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
         return self._log.offset_for_timestamp(timestamp_ms)
+
+
+def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter, plan: ReadPlan,
+                    pending_commits) -> tuple[list[ScanTask], dict, list[AbortedRange]]:
+    """One partition's scan tasks (planned through its indexes), the index positions where its
+    ranges may be cut, and the aborted transactions they may touch."""
+    fs = log.fs
+    # What the log end offset needs (and, for timestamp options, ListOffsets, which looks
+    # at every segment's time index), fetched in parallel on object stores.
+    by_time = opts.starting.by_timestamp() or opts.ending.by_timestamp()
+    fs.prefetch(_index_paths(log.segments if by_time else log.segments[-1:]))
+    # What the neighbours say was lost, before the log end offset is taken: a writer may add
+    # snapshots and checkpoints meanwhile, and those must not look as if they were beyond it.
+    for loss in log.lost_data():
+        _data_loss(opts, plan, loss)
+    view = _PartitionView(log)
+    # The end offset first, then the unfinished commits: a commit that starts between the
+    # two reads is then capped too (storage/commit/commit_log.py says why the order matters).
+    pending = pending_commits(fs, fs.dirname(log.directory)).get((log.topic, log.partition))
+    if pending is not None:
+        view.log_end_offset = min(view.log_end_offset, pending)
+    rng = resolve_range(view, opts)
+    plan.notes.extend(rng.notes)
+    lo, hi = rng.start, rng.end
+    f_lo, f_hi = row_filter.offset_span()
+    lo, hi = max(lo, f_lo), min(hi, f_hi)
+    if row_filter.timestamp_lo_ms > -(2**63) and lo < hi:
+        floor = timestamp_floor_offset(view, row_filter.timestamp_lo_ms)
+        lo = hi if floor is None else max(lo, floor)
+    if lo >= hi:
+        return [], {}, []
+    fs.prefetch(_index_paths(seg for seg, end in zip(log.segments, segment_end_offsets(view))
+                             if seg.base_offset < hi and end > lo))
+
+    def missing(seg, first: int, end: int) -> None:
+        _data_loss(opts, plan, f"offsets {first}..{end - 1} of {log.name} are missing: "
+                   f"{seg.log_path} ends below them and no segment holds them")
+
+    tasks = [replace(t, file_size=fs.size(t.path)) for t in plan_partition(view, lo, hi, missing)]
+    positions = {seg.log_path: seg.offset_index_entries()[1] for seg in view.segments
+                 if any(t.path == seg.log_path for t in tasks)}
+    plan.notes.extend(f"{s.index_problem}: read without it (rebuilt from the .log)"
+                      for s in log.segments if s.index_problem is not None)
+    aborted = []
+    if opts.read_committed and tasks:
+        # (salvaging, the .txnindex files are not trusted: what they lack cannot be undone)
+        txns = log.aborted_transactions(lo, hi, from_batches=not opts.fail_on_data_loss)
+        aborted = [AbortedRange(log.topic, log.partition, a.producer_id, a.first_offset,
+                                a.last_offset) for a in txns]
+    return tasks, positions, aborted
+
+
+def _salvage_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter,
+                       plan: ReadPlan) -> tuple[list[ScanTask], dict, list[AbortedRange]]:
+    """failOnDataLoss=false, when a partition's indexes or tail cannot be trusted to plan it:
+    every segment read whole from its first byte, the executor's salvaging scan keeping what
+    its neighbours vouch for; the range is the options' offsets (earliest, latest or numbers).
+    (Not for read_committed or timestamp bounds: plan_read does not salvage those.)"""
+    def fixed(bound, default: int) -> int:
+        value = bound.offsets.get(log.topic, {}).get(log.partition, bound.default)
+        return default if value < 0 else value      # EARLIEST / LATEST
+
+    f_lo, f_hi = row_filter.offset_span()
+    lo = max(fixed(opts.starting, log.log_start_offset), f_lo)
+    hi = min(fixed(opts.ending, f_hi), f_hi)
+    tasks = []
+    following = [s.base_offset for s in log.segments[1:]] + [None]
+    for segment, next_base in zip(log.segments, following):
+        try:
+            size = log.fs.size(segment.log_path)
+        except (CorruptDataError, LogNotFoundError) as err:
+            plan.notes.append(f"{err}: skipped")
+            continue
+        if size and (next_base is None or next_base > lo) and segment.base_offset < hi:
+            tasks.append(ScanTask(log.topic, log.partition, segment.log_path, 0, size, lo, hi,
+                                  file_size=size, segment_base=segment.base_offset,
+                                  ends_segment=True, next_segment_base=next_base))
+    return tasks, {}, []
 
 
 def _data_loss(opts: ReadOptions, plan: ReadPlan, what: str) -> None:
@@ -147,49 +228,33 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
         if not (opts.selects_partition(pdir.topic, pdir.partition)
                 and row_filter.selects(pdir.topic, pdir.partition)):
             continue
-        fs = pdir.fs
-        log = PartitionLog.open(pdir.path, fs, topic=pdir.topic, partition=pdir.partition,
-                                stats=stats, salvage=not opts.fail_on_data_loss)
-        # What the log end offset needs (and, for timestamp options, ListOffsets, which looks
-        # at every segment's time index), fetched in parallel on object stores.
-        by_time = opts.starting.by_timestamp() or opts.ending.by_timestamp()
-        fs.prefetch(_index_paths(log.segments if by_time else log.segments[-1:]))
-        view = _PartitionView(log)
-        for loss in log.lost_data():
-            _data_loss(opts, plan, loss)
-        # The end offset first, then the unfinished commits: a commit that starts between the
-        # two reads is then capped too (storage/commit/commit_log.py says why the order matters).
-        pending = pending_commits(fs, fs.dirname(pdir.path)).get((pdir.topic, pdir.partition))
-        if pending is not None:
-            view.log_end_offset = min(view.log_end_offset, pending)
-        rng = resolve_range(view, opts)
-        plan.notes.extend(rng.notes)
-        lo, hi = rng.start, rng.end
-        f_lo, f_hi = row_filter.offset_span()
-        lo, hi = max(lo, f_lo), min(hi, f_hi)
-        if row_filter.timestamp_lo_ms > -(2**63) and lo < hi:
-            floor = timestamp_floor_offset(view, row_filter.timestamp_lo_ms)
-            lo = hi if floor is None else max(lo, floor)
-        if lo >= hi:
-            continue
-        fs.prefetch(_index_paths(seg for seg, end in zip(log.segments, segment_end_offsets(view))
-                                 if seg.base_offset < hi and end > lo))
-        def missing(seg, first: int, end: int, name=log.name) -> None:
-            _data_loss(opts, plan, f"offsets {first}..{end - 1} of {name} are missing: "
-                       f"{seg.log_path} ends below them and no segment holds them")
-
-        part_tasks = [replace(t, file_size=fs.size(t.path))
-                      for t in plan_partition(view, lo, hi, missing)]
-        for seg in view.segments:
-            if any(t.path == seg.log_path for t in part_tasks):
-                positions[seg.log_path] = seg.offset_index_entries()[1]
+        try:
+            log = PartitionLog.open(pdir.path, pdir.fs, topic=pdir.topic,
+                                    partition=pdir.partition, stats=stats,
+                                    salvage=not opts.fail_on_data_loss)
+        except CorruptDataError as err:   # the data directory's log-start-offset-checkpoint
+            if opts.fail_on_data_loss:
+                raise
+            plan.notes.append(f"{err}: the log starts at its first segment")
+            log = PartitionLog.open(pdir.path, pdir.fs, topic=pdir.topic,
+                                    partition=pdir.partition, stats=stats, salvage=True,
+                                    read_log_start_checkpoint=False)
+        try:
+            part_tasks, part_positions, part_aborted = _plan_partition(
+                log, opts, row_filter, plan, pending_commits)
+        except (CorruptDataError, DataLossError, LogNotFoundError) as err:
+            # (a timestamp bound needs the indexes' ListOffsets, read_committed the aborted
+            # transactions they list: without them no salvage returns only the right rows)
+            if (opts.fail_on_data_loss or opts.read_committed or opts.starting.by_timestamp()
+                    or opts.ending.by_timestamp()):
+                raise
+            # Salvaging: what could not be planned through the indexes is read whole.
+            plan.notes.append(f"{err}: reading the segments of {log.name} whole")
+            part_tasks, part_positions, part_aborted = _salvage_partition(log, opts,
+                                                                          row_filter, plan)
         tasks.extend(part_tasks)
-        plan.notes.extend(f"{s.index_problem}: read without it (rebuilt from the .log)"
-                          for s in log.segments if s.index_problem is not None)
-        if opts.read_committed and part_tasks:
-            aborted.extend(AbortedRange(log.topic, log.partition, a.producer_id, a.first_offset,
-                                        a.last_offset)
-                           for a in log.aborted_transactions(lo, hi))
+        positions.update(part_positions)
+        aborted.extend(part_aborted)
     for view in {id(p.fs): p.fs for p in found}.values():   # listings and prefetched files
         stats.bytes_read += view.stats.bytes_read
         stats.read_requests += view.stats.read_requests

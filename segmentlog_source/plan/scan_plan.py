@@ -152,8 +152,8 @@ def plan_partition(part: PartitionView, lo: int, hi: int,
     """One task per touched segment, covering the offsets `[lo, hi)`.
 
     `on_missing(segment, first, end)` hears of offsets [first, end) in the requested range that
-    lie after a segment's last batch, below the next segment: in a partition with no sign of
-    compaction, lost data (a gap between batches is the executor's to find, when it reads them).
+    no batch of the segment holds (its range came out empty): in a partition with no sign of
+    compaction, lost data (a gap among the batches a task reads is the executor's to find).
     """
     tasks = []
     if lo >= hi:
@@ -161,12 +161,21 @@ def plan_partition(part: PartitionView, lo: int, hi: int,
     segments = list(part.segments)
     ends = segment_end_offsets(part)
     for i, (seg, seg_end) in enumerate(zip(segments, ends)):
-        if seg_end <= lo or seg.base_offset >= hi or seg.size == 0:
+        if seg_end <= lo or seg.base_offset >= hi:
             continue
-        start, end, after, missing_from = byte_range(seg, seg_end, lo, hi)
-        if (missing_from is not None and missing_from < seg_end and not part.compacted
-                and on_missing is not None):
-            on_missing(seg, missing_from, seg_end)
+        if seg.size == 0:   # holds none of the offsets up to the next segment: lost, or compacted
+            if not part.compacted and on_missing is not None and seg.base_offset < seg_end:
+                on_missing(seg, seg.base_offset, seg_end)
+            continue
+        # (the last segment may hold batches past the end the read is to stop at, as when a
+        # commit is under way: its range ends at the batch holding hi, found like any other)
+        last = i + 1 == len(segments)
+        start, end, after, missing_from = byte_range(seg, INT64_MAX if last else seg_end, lo, hi)
+        if end <= start and not part.compacted and on_missing is not None:
+            # offsets of [lo, hi) in this segment's range, and no batch holds any of them
+            first = max(lo, seg.base_offset) if missing_from is None else missing_from
+            if first < min(hi, seg_end):
+                on_missing(seg, first, min(hi, seg_end))
         if end > start:
             next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
             tasks.append(ScanTask(part.topic, part.partition, seg.log_path, start, end, lo, hi,

@@ -26,7 +26,7 @@ from ..storage.io.filesystem import filesystem_for
 from ..storage.io.stats import IOStats
 from ..storage.io.store_config import DEFAULT_CONFIG, StoreConfig
 from ..storage.log.checked_scan import CheckedScan
-from ..storage.txn.producer_state_manager import read_end_txn_marker
+from ..storage.txn.producer_state_manager import checked_end_txn_marker
 from .schema import arrow_schema
 
 log = logging.getLogger("segmentlog")
@@ -76,29 +76,56 @@ class _AbortTracker:
     """Kafka consumer's read_committed rule over one task's batches, in offset order.
 
     Like a fetch from the task's first batch: only aborted transactions whose ABORT marker is at
-    or after that batch matter (an earlier marker already closed its transaction).
+    or after that batch matter (an earlier marker already closed its transaction). The aborted
+    transactions come from the `.txnindex` (or, without index files, from the batches): an
+    ABORT marker they do not list, or one they list in the range read but that is not there, is
+    a damaged index, which would otherwise return aborted rows or drop committed ones.
     """
 
-    def __init__(self, aborted: list[AbortedRange]):
+    def __init__(self, aborted: list[AbortedRange], path: str):
         self.aborted = aborted
+        self.path = path
+        self.ends = {(a.producer_id, a.last_offset) for a in aborted}
         self.pending: list[AbortedRange] | None = None
         self.ongoing: set[int] = set()
+        self.markers_seen: set[tuple[int, int]] = set()
+        self.span: list[int] = []        # [first offset, last offset] of the batches seen
 
-    def skip(self, header, entry) -> bool:
-        """Whether the batch is dropped: control batches always, aborted data batches too."""
+    def skip(self, header, marker=None) -> bool:
+        """Whether the batch is dropped: control batches always (`marker`: their end marker, as
+        checked_end_txn_marker read it), aborted data batches too."""
         if self.pending is None:
             first = header.base_offset if header.first_offset_known else header.last_offset
             self.pending = sorted((a for a in self.aborted if a.last_offset >= first),
                                   key=lambda a: a.first_offset)
+            self.span = [first, first]
+        self.span[1] = header.last_offset
         while self.pending and self.pending[0].first_offset <= header.last_offset:
             self.ongoing.add(self.pending.pop(0).producer_id)
         if header.is_control:
-            if header.producer_id in self.ongoing:
-                marker = read_end_txn_marker(header, entry)
-                if marker is not None and marker[0]:   # an ABORT marker ends the abort
-                    self.ongoing.discard(header.producer_id)
+            if marker is not None and marker[0]:   # an ABORT marker ends the abort
+                key = (header.producer_id, header.base_offset)
+                if key not in self.ends:
+                    raise CorruptDataError(
+                        f"the ABORT marker of producer {key[0]} at offset {key[1]} is not in "
+                        f"the segments' transaction index (.txnindex): it is damaged or "
+                        f"incomplete", self.path, header.position)
+                self.markers_seen.add(key)
+                self.ongoing.discard(header.producer_id)
             return True
         return header.is_transactional and header.producer_id in self.ongoing
+
+    def finish(self) -> None:
+        """Every aborted transaction listed as ending in the batches seen ended there."""
+        if not self.span:
+            return
+        for a in self.aborted:
+            if (self.span[0] <= a.last_offset <= self.span[1]
+                    and (a.producer_id, a.last_offset) not in self.markers_seen):
+                raise CorruptDataError(
+                    f"the transaction index lists an aborted transaction of producer "
+                    f"{a.producer_id} ending at offset {a.last_offset}, but no ABORT marker of "
+                    f"it is there", self.path)
 
 
 class GroupScan:
@@ -127,14 +154,15 @@ class GroupScan:
         lo, hi = max(task.offset_lo, f.offset_lo), min(task.offset_hi, f.offset_hi)
         aborted = [a for a in self.group.aborted
                    if (a.topic, a.partition) == (task.topic, task.partition)]
-        tracker = _AbortTracker(aborted) if self.settings.read_committed else None
+        tracker = _AbortTracker(aborted, task.path) if self.settings.read_committed else None
         verify = self.settings.verify_checksums
         fs, path = filesystem_for(task.path, self.settings.store)
         scan = CheckedScan(fs, path, task.start, task.end, segment_base=task.segment_base,
                            after_offset=task.after_offset, start_checked=task.start_checked,
                            ends_segment=task.ends_segment, next_segment_base=task.next_segment_base,
                            compacted=task.compacted, verify_crc=verify,
-                           salvage=not self.settings.fail_on_data_loss, stop_at=hi,
+                           salvage=not self.settings.fail_on_data_loss,
+                           offset_limit=task.offset_hi,
                            chunk_bytes=fs.read_ahead_bytes, stats=self.stats,
                            expected_size=task.file_size if fs.immutable_objects else None)
         pending, pending_bytes = [], 0
@@ -145,10 +173,18 @@ class GroupScan:
                 if verify and not header.crc_is_valid(entry):    # trust them after the CRC
                     yield from self._skip_or_raise(task, header, entry)
                     continue
+                try:   # and only a well-formed transaction marker is dropped as one
+                    marker = checked_end_txn_marker(header, entry)
+                except CorruptDataError as err:
+                    yield from self._skip_or_raise(task, header, entry, err)
+                    continue
                 if tracker is not None:
-                    tracker.skip(header, entry)
+                    try:
+                        tracker.skip(header, marker)
+                    except CorruptDataError as err:
+                        yield from self._skip_or_raise(task, header, entry, err)
                 continue
-            if tracker is not None and tracker.skip(header, entry):
+            if tracker is not None and tracker.skip(header):
                 if verify and not header.crc_is_valid(entry):    # dropped on its producer id
                     yield from self._skip_or_raise(task, header, entry)
                 continue
@@ -161,10 +197,19 @@ class GroupScan:
             pending.append((header, entry))
             pending_bytes += header.size
         yield from self._emit(task, pending, lo, hi)
+        if tracker is not None:
+            try:
+                tracker.finish()
+            except CorruptDataError as err:
+                if self.settings.fail_on_data_loss:
+                    raise
+                log.warning("segmentlog: %s (failOnDataLoss=false)", err)
 
-    def _skip_or_raise(self, task: ScanTask, header, entry) -> Iterator[pa.RecordBatch]:
-        err = CorruptDataError(f"CRC mismatch: stored {header.crc}, computed "
-                               f"{header.compute_crc(entry)}", task.path, header.position)
+    def _skip_or_raise(self, task: ScanTask, header, entry,
+                       err: CorruptDataError | None = None) -> Iterator[pa.RecordBatch]:
+        err = err.located(task.path) if err is not None else CorruptDataError(
+            f"CRC mismatch: stored {header.crc}, computed {header.compute_crc(entry)}",
+            task.path, header.position)
         if self.settings.fail_on_data_loss:
             raise err
         self._log_skip(task, header, err)

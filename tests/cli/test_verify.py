@@ -133,8 +133,10 @@ def test_txn_index_entry_without_its_marker(generated):
     struct.pack_into(">q", data, 18, last - 1)  # the marker's offset, minus one
     txn_index.write_bytes(bytes(data))
     report = verify_partition(str(generated))
-    assert _errors(report) == [(txn_index.name, 0)]
+    # the entry names no marker, and the marker it should name has no entry
+    assert _errors(report) == [(txn_index.name, 0), (txn_index.name, None)]
     assert "no ABORT marker" in report.errors[0].message
+    assert f"no entry for the ABORT marker at offset {last}" in report.errors[1].message
 
 
 def test_unreadable_producer_snapshot(generated):

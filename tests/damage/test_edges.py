@@ -58,8 +58,10 @@ def test_the_largest_timestamp_spark_holds_is_returned(tmp_path):
 @pytest.mark.parametrize("base", [2**62, MAX_OFFSET - 9, 2**63 - 2**40])
 def test_offsets_near_long_max_are_all_returned(tmp_path, base):
     records = [Record(base + i, 1_700_000_000_000 + i, None, b"%d" % i) for i in range(10)]
-    log = _write(tmp_path / "t-0", [encode_batch(records[:4], base_offset=base),
-                                    encode_batch(records[4:], base_offset=base + 4)])
+    log = tmp_path / "t-0"      # one segment named after its base offset, as a broker names it
+    log.mkdir()
+    (log / f"{base:020d}.log").write_bytes(encode_batch(records[:4], base_offset=base)
+                                          + encode_batch(records[4:], base_offset=base + 4))
     rows = read(log)
     assert [r[2] for r in rows] == [base + i for i in range(10)]
     assert [r[6] for r in rows] == [b"%d" % i for i in range(10)]

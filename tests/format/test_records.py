@@ -420,8 +420,8 @@ def test_offset_overflow():
     data = bytearray(encode_batch([Record(5, 0, None, None)], base_offset=0))
     struct.pack_into(">q", data, 0, 2**63 - 2)  # baseOffset + lastOffsetDelta passes int64
     _corrupt(bytes(data), "leaves no room for the next offset")
-    struct.pack_into(">i", data, 23, 0)  # lastOffsetDelta 0: now the record's delta does
-    _corrupt(_fix(data), "delta 5 takes the offset or timestamp outside int64")
+    struct.pack_into(">i", data, 23, 0)  # lastOffsetDelta 0: now the record's delta passes it
+    _corrupt(_fix(data), "offset delta 5 does not increase within the batch, or passes")
     data = bytearray(encode_batch([Record(0, 10**12, None, None), Record(1, 0, None, None)]))
     struct.pack_into(">q", data, 27, -(2**63) + 5)  # baseTimestamp + delta -10**12 underflows
     _corrupt(_fix(data), "outside int64")

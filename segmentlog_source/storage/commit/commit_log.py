@@ -103,8 +103,17 @@ def manifest_path(log_dir: str, commit_id: str, fs=LOCAL) -> str:
 
 
 def write_manifest(log_dir: str, manifest: CommitManifest, *, fsync: bool, fs=LOCAL) -> None:
-    fs.makedirs(_dir(log_dir, COMMITS, fs))
-    fs.write_atomic(manifest_path(log_dir, manifest.commit_id, fs), manifest.to_json(), fsync=fsync)
+    # Another commit's tidy-up removes the state directories once empty, and may do so between
+    # our makedirs and our write: then they are made again (a few times at most, it is a race).
+    for attempt in range(5):
+        fs.makedirs(_dir(log_dir, COMMITS, fs))
+        try:
+            fs.write_atomic(manifest_path(log_dir, manifest.commit_id, fs), manifest.to_json(),
+                            fsync=fsync)
+            return
+        except FileNotFoundError:
+            if attempt == 4:
+                raise
 
 
 def remove_manifest(log_dir: str, commit_id: str, *, fsync: bool, fs=LOCAL) -> None:
@@ -117,10 +126,12 @@ def remove_manifest(log_dir: str, commit_id: str, *, fsync: bool, fs=LOCAL) -> N
 def read_pending(log_dir: str, fs=LOCAL) -> list[CommitManifest]:
     """Every manifest present: commits running now, or interrupted ones."""
     directory = _dir(log_dir, COMMITS, fs)
-    if not fs.is_dir(directory):
-        return []
+    try:   # (another commit may remove the empty directory at any moment)
+        names = fs.list_dir(directory) if fs.is_dir(directory) else []
+    except FileNotFoundError:
+        names = []
     manifests = []
-    for name in fs.list_dir(directory):
+    for name in names:
         if not name.endswith(".json"):  # write_atomic's .tmp: not a manifest (yet)
             continue
         path = fs.join(directory, name)

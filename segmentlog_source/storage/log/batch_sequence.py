@@ -60,9 +60,11 @@ class BatchSequence:
     """
 
     def __init__(self, path: str, segment_base: int, previous_last: int | None = None, *,
-                 compacted: bool = False, start_checked: bool = True):
+                 compacted: bool = False, start_checked: bool = True,
+                 next_segment_base: int | None = None):
         self.path = path
         self.segment_base = segment_base
+        self.next_segment_base = next_segment_base   # every offset of the segment lies below
         self.at_segment_start = previous_last is None
         self.previous_last = segment_base - 1 if previous_last is None else previous_last
         self.unchecked = not start_checked   # the next batch is another reader's to check
@@ -76,6 +78,11 @@ class BatchSequence:
         first = header.base_offset if first_offset is None else first_offset
         if not self.compacted and shaped_by_cleaner(header):
             self.compacted = True
+        if self.next_segment_base is not None and header.last_offset >= self.next_segment_base:
+            raise CorruptDataError(
+                f"batch offsets {first}..{header.last_offset} reach the next segment, "
+                f"{file_name(self.next_segment_base, LOG_SUFFIX)}, which starts at "
+                f"{self.next_segment_base}", self.path, header.position)
         if self.unchecked:
             self.unchecked = self.at_segment_start = False
             self.previous_last = header.last_offset

@@ -23,7 +23,7 @@ from ...format.batch import DEFAULT_MAX_BATCH_BYTES, BatchHeader
 from ...format.legacy import decode_legacy_entry
 from .batch_sequence import BatchSequence
 from .log_segment import DEFAULT_CHUNK_BYTES, EntryScan
-from .resync import find_next_batch
+from .resync import find_next_batch, whole_entry_at
 
 log = logging.getLogger("segmentlog")
 
@@ -56,25 +56,28 @@ class CheckedScan:
     """(header, entry) of each batch in [start, end) of `path` that its neighbours vouch for.
 
     `after_offset`, `start_checked`, `ends_segment`, `next_segment_base` and `compacted` say
-    what lies around the range (plan.scan_plan.ScanTask); `stop_at` ends the scan at the first
-    batch whose first offset is at least it (that batch is checked, not handed out).
+    what lies around the range (plan.scan_plan.ScanTask). `offset_limit` is the offset the plan
+    says the range's batches stay below: a batch inside the range at or past it is corrupt (its
+    base offset moved), never a reason to stop quietly.
     """
 
     def __init__(self, fs, path: str, start: int, end: int, *, segment_base: int,
                  after_offset: int | None = None, start_checked: bool = True,
                  ends_segment: bool = True, next_segment_base: int | None = None,
                  compacted: bool = False, verify_crc: bool = True, salvage: bool = False,
-                 stop_at: int | None = None, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                 offset_limit: int | None = None, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                  max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES, stats=None,
                  expected_size: int | None = None):
         self.fs, self.path, self.start, self.end = fs, path, start, end
         self.ends_segment, self.next_segment_base = ends_segment, next_segment_base
-        self.verify_crc, self.salvage, self.stop_at = verify_crc, salvage, stop_at
+        self.verify_crc, self.salvage, self.offset_limit = verify_crc, salvage, offset_limit
         self.chunk_bytes, self.max_batch_bytes = chunk_bytes, max_batch_bytes
         self.stats, self.expected_size = stats, expected_size
         self.sequence = BatchSequence(path, segment_base, after_offset, compacted=compacted,
-                                      start_checked=start_checked)
+                                      start_checked=start_checked,
+                                      next_segment_base=next_segment_base)
         self.skipped: list[Skipped] = []
+        self.resynced = False
 
     # -- the scan ----------------------------------------------------------------------------
     def __iter__(self) -> Iterator[tuple[BatchHeader, memoryview]]:
@@ -89,8 +92,11 @@ class CheckedScan:
             try:
                 for header, entry in scan:
                     first = self._first_offset(header, entry)
+                    if first is None:    # salvaging: a framed batch that does not decode
+                        continue
                     before, vouched = seq.previous_last, not seq.unchecked
                     try:
+                        self._check_limit(header, first)
                         seq.add(header, first)
                     except CorruptDataError as err:
                         held = self._clash(err, held, header, entry)
@@ -99,10 +105,8 @@ class CheckedScan:
                         continue
                     if held is not None:
                         yield held.header, held.entry
-                    if self.stop_at is not None and first >= self.stop_at:
-                        seq.finish()
-                        return
-                    held = _Held(header, entry, before, vouched and first == before + 1)
+                    vouched = vouched and first == before + 1 and not self.resynced
+                    held, self.resynced = _Held(header, entry, before, vouched), False
             except FileChangedError:
                 raise
             except CorruptDataError as err:
@@ -110,13 +114,14 @@ class CheckedScan:
                     raise
                 # the framing broke: resume at the next whole batch with a valid CRC, if any
                 held = self._keep_if_vouched(held, "the bytes after it are damaged")
-                resume = find_next_batch(self.fs, self.path, err.position + 1, self.end,
-                                         self.max_batch_bytes, self.stats)
+                resume = self._resume_after(err.position)
                 self._skip(err.position, self.end if resume is None else resume, err.reason)
                 seq.expect_gap()
                 if resume is None:
                     break
-                position = resume
+                # (a batch found by its CRC alone, maybe one nested in a damaged wrapper, is
+                # trusted only once what follows it confirms it)
+                position, self.resynced = resume, True
                 continue
             if scan.torn_tail is not None:
                 tail = scan.torn_tail
@@ -140,13 +145,39 @@ class CheckedScan:
         if held is not None:
             yield held.header, held.entry
 
-    def _first_offset(self, header: BatchHeader, entry) -> int:
+    def _first_offset(self, header: BatchHeader, entry) -> int | None:
+        """The batch's first offset; None (salvaging) when it is a legacy wrapper that does not
+        decode: it is skipped whole, the framing being intact (no resynchronising inside it)."""
         if header.first_offset_known:
             return header.base_offset
         try:   # a legacy compressed wrapper: its first offset is inside the compressed payload
             return decode_legacy_entry(entry, header, verify_crc=self.verify_crc)[0]
         except CorruptDataError as err:
-            raise err.located(self.path) from None
+            if not self.salvage:
+                raise err.located(self.path) from None
+            self._skip(header.position, header.end, err.reason)
+            self.sequence.expect_gap()
+            return None
+
+    def _resume_after(self, damaged: int) -> int | None:
+        """Where to go on after the entry at `damaged` failed to frame: where its own length
+        says the next entry starts, if a whole one with a valid CRC is there (most damage
+        spares the length); else the next such position found by scanning."""
+        with self.fs.open_read(self.path, self.stats) as f:
+            head = f.read_at(damaged, 12)
+        if len(head) == 12:
+            declared = damaged + 12 + int.from_bytes(head[8:12], "big", signed=True)
+            if damaged < declared < self.end and whole_entry_at(self.fs, self.path, declared,
+                                                                self.end, self.stats):
+                return declared
+        return find_next_batch(self.fs, self.path, damaged + 1, self.end, self.max_batch_bytes,
+                               self.stats)
+
+    def _check_limit(self, header: BatchHeader, first: int) -> None:
+        if self.offset_limit is not None and first >= self.offset_limit:
+            raise CorruptDataError(f"batch offsets {first}..{header.last_offset} lie at or past "
+                                   f"{self.offset_limit}, where the plan says this range ends "
+                                   f"(a base offset was changed?)", self.path, header.position)
 
     def _suspect_after_gap(self, header: BatchHeader, before: int) -> bool:
         """Salvaging, a gap in a partition with no sign of compaction is not left for a later

@@ -45,6 +45,7 @@ class FilePlan:
     logs: dict[int, str]
     delete: list[str]
     rename: list[tuple[str, str]]
+    names: list[str]     # the listing all of this was decided on
 
 
 def plan_files(fs, directory: str) -> FilePlan:
@@ -81,7 +82,7 @@ def plan_files(fs, directory: str) -> FilePlan:
         if (kind is not None and kind[1] in INDEX_SUFFIXES and kind[0] not in logs
                 and name not in delete):
             delete.append(name)
-    return FilePlan(logs, delete, [(n, n[:-len(SWAP_SUFFIX)]) for n in swaps])
+    return FilePlan(logs, delete, [(n, n[:-len(SWAP_SUFFIX)]) for n in swaps], names)
 
 
 @dataclass

@@ -195,6 +195,7 @@ class LogSegment:
         self._txn_index: TransactionIndex | None = None
         self._tail: tuple | None = None
         self._size: int | None = None
+        self._confirmed_max: tuple[int, int] | None = None
         # Salvaging, an index that fails its checks is rebuilt from the `.log` (in memory)
         # instead of failing the read; index_problem says why.
         self.rebuild_bad_indexes = rebuild_bad_indexes
@@ -317,13 +318,13 @@ class LogSegment:
         when the batch is the segment's first; with no such batch, (None, the segment's last
         offset, or None when it has no batch).
 
-        The hop starts one index entry early, so the batch before the answer is read too: a
-        reader of the answer's offsets can then check them against their neighbour, as offsets
-        are outside the CRC. The headers hopped over must have increasing offsets.
+        The hop starts one index entry early and reads one header past the answer, so the
+        batches on both sides of it are seen: offsets are outside the CRC, and the headers
+        hopped over must have increasing offsets.
         """
         slot = self.offset_index.slot_for(offset - self.base_offset) - 1
         position = self.offset_index.entry(slot)[1] if slot >= 0 else 0
-        previous = None
+        previous, found, before_found = None, None, None
         for header, _ in self._scan_from_index_entry(slot, position, bodies=False,
                                                      chunk_bytes=probe_bytes):
             first = header.base_offset if header.first_offset_known else header.last_offset
@@ -332,10 +333,12 @@ class LogSegment:
                     f"batch offsets {header.base_offset}..{header.last_offset} do not follow the "
                     f"previous batch's last offset {previous} (offsets must increase)",
                     self.log_path, header.position)
+            if found is not None:   # the batch after the answer vouches for its offsets too
+                return found, before_found
             if header.last_offset >= offset:
-                return header, previous
+                found, before_found = header, previous
             previous = header.last_offset
-        return None, previous
+        return (found, before_found) if found is not None else (None, previous)
 
     def _tail_summary(self) -> tuple[int, int, int, int]:
         """(next offset, max timestamp, its offset, end of the last whole batch), scanning only
@@ -409,10 +412,27 @@ class LogSegment:
 
     @property
     def max_timestamp_and_offset(self) -> tuple[int, int]:
-        """maxTimestampSoFar and its offset; (-1, base offset) when no batch has a timestamp."""
-        if not self.active:
-            return self.time_index.last_entry()
-        return self._tail_summary()[1:3]
+        """maxTimestampSoFar and its offset; (-1, base offset) when no batch has a timestamp.
+        A closed segment's comes from its time index's last entry, confirmed by the batch it
+        names (ListOffsets skips whole segments on it)."""
+        if self.active:
+            return self._tail_summary()[1:3]
+        if self._confirmed_max is None:
+            timestamp, offset = self.time_index.last_entry()
+            if len(self.time_index) == 0 and self.size > 0:
+                # no entry at all, though a closed segment ends with one: the batches tell
+                timestamp, offset = max(((h.max_timestamp, h.last_offset) for h, _ in
+                                         self.iter_headers()), key=lambda t: t[0],
+                                        default=(-1, self.base_offset))
+            elif timestamp >= 0:
+                header = self.locate(offset, probe_bytes=V2_HEADER_SIZE)[0]
+                if header is None or not header.first_offset_known \
+                        or header.base_offset > offset:
+                    raise CorruptDataError(f"time index entry ({timestamp}, {offset}) names an "
+                                           f"offset no batch holds", self.time_index_path, None)
+                self._confirm_time_entry(timestamp, offset, header)
+            self._confirmed_max = (timestamp, offset)
+        return self._confirmed_max
 
     @property
     def largest_timestamp(self) -> int:
@@ -426,20 +446,46 @@ class LogSegment:
         # the decoder needs the numba kernels: load them only when a lookup needs records
         from ...format.record_decoder import decode_batch
 
-        _, time_offset = self.time_index.lookup(timestamp)
+        entry_ts, time_offset = self.time_index.lookup(timestamp)
         slot = self.offset_index.slot_for(max(time_offset, log_start_offset) - self.base_offset)
         position = self.offset_index.entry(slot)[1] if slot >= 0 else 0
+        previous, found = None, None
         for header, entry in self._scan_from_index_entry(slot, position, bodies=True):
+            first = header.base_offset if header.first_offset_known else header.last_offset
+            if previous is not None and first <= previous:   # offsets are outside the CRC
+                raise CorruptDataError(
+                    f"batch offsets {header.base_offset}..{header.last_offset} do not follow the "
+                    f"previous batch's last offset {previous} (offsets must increase)",
+                    self.log_path, header.position)
+            if found is not None:    # the batch after the answer vouches for its offsets
+                return found
+            previous = header.last_offset
+            if not header.crc_is_valid(entry):   # its maxTimestamp decides: only after its CRC
+                raise CorruptDataError(f"CRC mismatch: stored {header.crc}, computed "
+                                       f"{header.compute_crc(entry)}", self.log_path,
+                                       header.position)
+            if entry_ts >= 0 and header.first_offset_known \
+                    and header.base_offset <= time_offset <= header.last_offset:
+                self._confirm_time_entry(entry_ts, time_offset, header)
             if header.max_timestamp < timestamp:
                 continue
             try:
                 records = decode_batch(entry, header).records
             except CorruptDataError as err:
                 raise err.located(self.log_path) from None  # decoders report header.position
-            for record in records:
-                if record.timestamp >= timestamp and record.offset >= log_start_offset:
-                    return record.offset, record.timestamp
-        return None
+            found = next(((r.offset, r.timestamp) for r in records
+                          if r.timestamp >= timestamp and r.offset >= log_start_offset), None)
+        return found
+
+    def _confirm_time_entry(self, timestamp: int, offset: int, header: BatchHeader) -> None:
+        """A time-index entry (T, O) is written where the running maximum rose to T, so the
+        batch holding O has maxTimestamp T, whatever broker version wrote it: lookups that skip
+        on T must see that the `.log` agrees."""
+        if header.max_timestamp != timestamp:
+            raise CorruptDataError(
+                f"time index entry ({timestamp}, {offset}) disagrees with the batch holding "
+                f"offset {offset} (at byte {header.position} of {self.log_path}), whose largest "
+                f"timestamp is {header.max_timestamp}", self.time_index_path, None)
 
     def offset_of_max_timestamp(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record holding the segment's max timestamp (-3)."""
@@ -465,6 +511,7 @@ class LogSegment:
         self._offset_index = self._time_index = self._txn_index = None
         self._tail = None
         self._size = None
+        self._confirmed_max = None
 
 
 def relative_offset_fits(base_offset: int, offset: int) -> bool:

@@ -17,10 +17,11 @@ from ...format.batch import BatchHeader, parse_header
 from ..io.filesystem import filesystem_for
 from ..io.stats import IOStats
 from ..log_files import (CLEANER_OFFSET_CHECKPOINT, DELETED_SUFFIX, HIGH_WATERMARK_CHECKPOINT,
-                         INDEX_SUFFIXES, LOG_START_OFFSET_CHECKPOINT, PARTITION_LOCK,
-                         PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT, file_name, kind_of)
+                         INDEX_SUFFIXES, LOG_START_OFFSET_CHECKPOINT, LOG_SUFFIX, PARTITION_LOCK,
+                         PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT, SNAPSHOT_SUFFIX,
+                         file_name, kind_of)
 from ..txn.producer_state_manager import (ProducerStateManager, read_end_txn_marker,
-                                          snapshot_offsets, write_snapshot)
+                                          write_snapshot)
 from ..txn.transaction_index import AbortedTxn
 from .batch_sequence import compacted_by_default
 from .checkpoints import (read_offset_checkpoint, read_partition_metadata, topic_id_string,
@@ -58,6 +59,7 @@ class PartitionLog:
         self._state = None
         self._epochs = None
         self._lock = None
+        self.listing: list[str] | None = None   # the directory as open() found it
 
     def __repr__(self) -> str:
         return f"PartitionLog({self.topic}-{self.partition}, {len(self.segments)} segments)"
@@ -90,10 +92,10 @@ class PartitionLog:
             raise LogNotFoundError(f"no such partition directory: {path}")
         topic, partition = cls._identify(fs, path, topic, partition)
         # An unfinished swap is read as if it had finished; marker files are ignored (§9.1).
-        logs = plan_files(fs, path).logs
+        files = plan_files(fs, path)
         segments = [LogSegment(path, base, fs, log_path=fs.join(path, name), stats=stats,
                                rebuild_bad_indexes=salvage)
-                    for base, name in sorted(logs.items())]
+                    for base, name in sorted(files.logs.items())]
         if segments:
             segments[-1].active = True
         checkpoint = read_offset_checkpoint(
@@ -101,7 +103,9 @@ class PartitionLog:
             if read_log_start_checkpoint else {}
         start = max(checkpoint.get((topic, partition), 0),
                     segments[0].base_offset if segments else 0)
-        return cls(fs, path, topic, partition, segments, start)
+        log = cls(fs, path, topic, partition, segments, start)
+        log.listing = files.names
+        return log
 
     @classmethod
     def open_for_append(cls, path: str, fs=None, *, topic: str | None = None,
@@ -150,37 +154,48 @@ class PartitionLog:
 
     def lost_data(self, end: int | None = None) -> list[str]:
         """What the files around the segments say is missing from them, one sentence each:
-        index files whose `.log` is gone (above the first segment: below it, retention was
-        deleting them), and a producer snapshot or a data-directory checkpoint (recovery point,
-        high watermark, log start offset) beyond the log end offset (the tail was lost).
+        index files whose `.log` is gone (unless a `.log.deleted` says retention was taking
+        it) or empty, and a producer snapshot or a data-directory checkpoint (recovery point, high
+        watermark, log start offset) beyond the log end offset (the tail was lost).
+
+        All is judged on the listing open() made and on checkpoints read before the log end
+        offset is taken: a writer appending meanwhile only adds what lies beyond both.
         `end`: the log end offset, when the caller knows it (else the segments say)."""
         if not self.segments:
             return []
-        found = []
-        fs, first = self.fs, self.segments[0].base_offset
-        bases = {s.base_offset for s in self.segments}
-        names = fs.list_dir(self.directory)
+        found, fs = [], self.fs
+        names = self.listing if self.listing is not None else fs.list_dir(self.directory)
+        checkpoints = [(name, what, self._data_dir_checkpoint(name).get(
+            (self.topic, self.partition))) for name, what in (
+            (RECOVERY_POINT_CHECKPOINT, "recovery point"),
+            (HIGH_WATERMARK_CHECKPOINT, "high watermark"),
+            (LOG_START_OFFSET_CHECKPOINT, "log start offset"))]
+        logs = {s.base_offset for s in self.segments}    # (from the same listing)
         orphans: dict[int, list[str]] = {}
         for name in names:
             kind = kind_of(name)
-            if (kind is not None and kind[1] in INDEX_SUFFIXES and kind[0] not in bases
-                    and kind[0] > first
-                    and file_name(kind[0], ".log" + DELETED_SUFFIX) not in names):
+            if (kind is not None and kind[1] in INDEX_SUFFIXES and kind[0] not in logs
+                    and file_name(kind[0], LOG_SUFFIX + DELETED_SUFFIX) not in names):
                 orphans.setdefault(kind[0], []).append(name)
         for base, files in sorted(orphans.items()):
             found.append(f"{' and '.join(fs.join(self.directory, n) for n in files)} have no "
-                         f"{file_name(base, '.log')}: the segment holding offsets from {base} is "
-                         f"missing")
+                         f"{file_name(base, LOG_SUFFIX)}: the segment holding offsets from "
+                         f"{base} is missing")
+        for segment in self.segments[:-1]:   # a closed segment's indexes are trimmed
+            if segment.size == 0 and any(
+                    name in names and fs.size(fs.join(self.directory, name)) > 0
+                    for name in (file_name(segment.base_offset, suffix)
+                                 for suffix in (".index", ".timeindex"))):
+                found.append(f"{segment.log_path} is empty, but its indexes list batches: the "
+                             f"segment's data is missing")
         end = self.log_end_offset if end is None else end
-        snapshots = snapshot_offsets(self.directory, fs)
+        snapshots = sorted(k[0] for k in map(kind_of, names)
+                           if k is not None and k[1] == SNAPSHOT_SUFFIX)
         if snapshots and snapshots[-1] > end:
-            found.append(f"{fs.join(self.directory, file_name(snapshots[-1], '.snapshot'))} says "
-                         f"the log reached offset {snapshots[-1]}, but its segments end at {end}: "
-                         f"offsets {end}..{snapshots[-1] - 1} are missing")
-        for name, what in ((RECOVERY_POINT_CHECKPOINT, "recovery point"),
-                           (HIGH_WATERMARK_CHECKPOINT, "high watermark"),
-                           (LOG_START_OFFSET_CHECKPOINT, "log start offset")):
-            offset = self._data_dir_checkpoint(name).get((self.topic, self.partition))
+            found.append(f"{fs.join(self.directory, file_name(snapshots[-1], SNAPSHOT_SUFFIX))} "
+                         f"says the log reached offset {snapshots[-1]}, but its segments end at "
+                         f"{end}: offsets {end}..{snapshots[-1] - 1} are missing")
+        for name, what, offset in checkpoints:
             if offset is not None and offset > end:
                 found.append(f"{fs.join(fs.dirname(self.directory), name)} puts the "
                              f"{what} of {self.name} at {offset}, but its segments end at {end}: "
@@ -239,9 +254,9 @@ class PartitionLog:
         for segment in self.segments:
             if segment.largest_timestamp >= timestamp:
                 found = segment.offset_for_timestamp(timestamp, self.log_start_offset)
-                if found is None or found[0] >= self.log_end_offset:
-                    return None
-                return found[0]
+                if found is None:   # (a segment with no timestamp says its mtime: go on)
+                    continue
+                return None if found[0] >= self.log_end_offset else found[0]
         return None
 
     def iter_entries(self, start_offset: int | None = None, *,
@@ -263,14 +278,16 @@ class PartitionLog:
             for header, entry in scan:
                 yield current, header, entry
 
-    def aborted_transactions(self, start_offset: int, upper_bound: int) -> list[AbortedTxn]:
+    def aborted_transactions(self, start_offset: int, upper_bound: int, *,
+                             from_batches: bool = False) -> list[AbortedTxn]:
         """Aborted transactions overlapping [start_offset, upper_bound), for read_committed (§5).
 
         A segment whose indexes were never written (a crash, a bare copy of `.log` files) has no
         trustworthy `.txnindex` either; then the aborts are found from the batches themselves,
-        as recovery would find them.
+        as recovery would find them (and so they are with `from_batches`, for a reader that will
+        not trust the `.txnindex` files).
         """
-        if not all(s.has_index_files for s in self.segments):
+        if from_batches or not all(s.has_index_files for s in self.segments):
             state = ProducerStateManager(map_end_offset=self.segments[0].base_offset)
             return [t for t in replay_producer_state(state, self.segments, upper_bound)
                     if t.last_offset >= start_offset and t.first_offset < upper_bound]

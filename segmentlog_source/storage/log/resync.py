@@ -55,3 +55,15 @@ def _whole_entry_at(f, position: int) -> bool:
     if header.magic == 2:
         return crc32c(memoryview(entry)[V2_CRC_START:]) == header.crc
     return header.crc_is_valid(entry)
+
+
+def whole_entry_at(fs, path: str, position: int, end: int, stats=None) -> bool:
+    """Whether a whole entry with a valid CRC starts at `position` and ends by `end`."""
+    with fs.open_read(path, stats) as f:
+        head = f.read_at(position, 12)
+        if len(head) < 12:
+            return False
+        length = int.from_bytes(head[8:12], "big", signed=True)
+        if length < MIN_LEGACY_MESSAGE_SIZE[0] or position + 12 + length > end:
+            return False
+        return _whole_entry_at(f, position)

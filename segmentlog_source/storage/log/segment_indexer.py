@@ -82,7 +82,11 @@ def rebuild_indexes(headers: Iterable[BatchHeader], base_offset: int,
             raise CorruptDataError(f"batch offsets {header.base_offset}..{header.last_offset} "
                                    f"do not fit the segment's ({err.reason})", log_path,
                                    header.position) from None
-    indexer.final_entry()
+    try:
+        indexer.final_entry()
+    except CorruptDataError as err:
+        raise CorruptDataError(f"the segment's largest timestamp cannot be indexed "
+                               f"({err.reason})", log_path) from None
     return offset_index, time_index
 
 

@@ -205,3 +205,32 @@ def read_end_txn_marker(header: BatchHeader, entry) -> tuple[bool, int, int] | N
     if control.type not in (ABORT, COMMIT):
         return None
     return control.type == ABORT, control.coordinator_epoch, records[0].timestamp
+
+
+def checked_end_txn_marker(header: BatchHeader, entry) -> tuple[bool, int, int] | None:
+    """read_end_txn_marker for a reader that drops batches on the strength of it. In a data
+    partition a control batch is a transaction's end marker: written for a transactional
+    producer (id >= 0), holding one ABORT or COMMIT record (none once the cleaner emptied it).
+    Anything else, a data batch whose control bit was set among them, is corrupt; errors are
+    located at the batch (header.position)."""
+    from ...format.control import ABORT, COMMIT, CONTROL_TYPE_NAMES, parse_control_record
+    from ...format.record_decoder import decode_batch
+
+    where = header.position
+    if header.magic < 2 or not header.is_transactional or header.producer_id < 0 \
+            or header.records_count not in (0, 1):
+        raise CorruptDataError(
+            f"a control batch of {header.records_count} records, producer id "
+            f"{header.producer_id}{'' if header.is_transactional else ', not transactional'}: "
+            f"not a transaction marker", None, where)
+    records = decode_batch(entry, header, verify_crc=False).records
+    if not records:
+        return None
+    try:
+        control = parse_control_record(records[0].key, records[0].value)
+    except CorruptDataError as err:
+        raise CorruptDataError(err.reason, None, where) from None
+    if control.type not in (ABORT, COMMIT):
+        raise CorruptDataError(f"a {CONTROL_TYPE_NAMES[control.type]} control record in a data "
+                               f"partition (only transaction markers belong there)", None, where)
+    return control.type == ABORT, control.coordinator_epoch, records[0].timestamp
