@@ -131,9 +131,12 @@ class _SegmentBatches:
         self.positions, self.base_offsets, self.last_offsets = array("q"), array("q"), array("q")
         self.record_max_timestamps = array("q")
         self.abort_markers: dict[int, int] = {}   # offset -> producer id
+        self.txn_starts: set[tuple[int, int]] = set()   # (producer id, base offset)
         self.complete = True  # False when an error stopped the scan early
 
     def add(self, header: BatchHeader, base_offset: int, record_max_timestamp: int) -> None:
+        if header.is_transactional and not header.is_control:
+            self.txn_starts.add((header.producer_id, base_offset))
         self.positions.append(header.position)
         self.base_offsets.append(base_offset)
         self.last_offsets.append(header.last_offset)
@@ -447,6 +450,11 @@ def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: _R
         if previous is not None and txn.last_offset <= previous:
             problems.error(path, where, f"entry {i}: last offset {txn.last_offset} is not above "
                            f"the previous entry's {previous}")
+        if (batches.complete and txn.first_offset >= segment.base_offset
+                and (txn.producer_id, txn.first_offset) not in batches.txn_starts):
+            problems.error(path, where, f"entry {i}: no transactional batch of producer "
+                           f"{txn.producer_id} starts at offset {txn.first_offset}",
+                           kind="no first batch")
         if batches.complete and batches.abort_markers.get(txn.last_offset) != txn.producer_id:
             problems.error(path, where, f"entry {i}: no ABORT marker of producer "
                            f"{txn.producer_id} at offset {txn.last_offset} in the segment",

@@ -85,6 +85,14 @@ class _SegmentView:
         # hop is a small ranged read; reading the whole index interval at once cost 2x the bytes).
         return self._segment.locate(offset, probe_bytes=V2_HEADER_SIZE)
 
+    def indexed_last_offset(self):
+        if self._segment.active or not self._segment.has_index_files:
+            return None
+        named = [self._segment.offset_index.last_entry()[0] if len(self._segment.offset_index)
+                 else None, self._segment.time_index.last_entry()[1]
+                 if len(self._segment.time_index) else None]
+        return max((n for n in named if n is not None), default=None)
+
     def time_index_entries(self):
         confirmed = self._segment.max_timestamp_and_offset   # (the last entry, checked)
         timestamps, offsets = self._segment.time_index.arrays()
@@ -127,6 +135,9 @@ def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter,
     for loss in log.lost_data():
         _data_loss(opts, plan, loss)
     view = _PartitionView(log)
+    if log.segments and log.segments[-1].index_problem is not None:
+        # (salvaging) damage where the log end is found: no end offset to plan with
+        raise log.segments[-1].index_problem
     # The end offset first, then the unfinished commits: a commit that starts between the
     # two reads is then capped too (storage/commit/commit_log.py says why the order matters).
     pending = pending_commits(fs, fs.dirname(log.directory)).get((log.topic, log.partition))
@@ -140,6 +151,9 @@ def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter,
     if row_filter.timestamp_lo_ms > -(2**63) and lo < hi:
         floor = timestamp_floor_offset(view, row_filter.timestamp_lo_ms)
         lo = hi if floor is None else max(lo, floor)
+    notes = [f"{s.index_problem}: read without it (rebuilt from the .log)"
+             for s in log.segments if s.index_problem is not None]
+    plan.notes.extend(notes)
     if lo >= hi:
         return [], {}, []
     fs.prefetch(_index_paths(seg for seg, end in zip(log.segments, segment_end_offsets(view))
@@ -153,7 +167,9 @@ def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter,
     positions = {seg.log_path: seg.offset_index_entries()[1] for seg in view.segments
                  if any(t.path == seg.log_path for t in tasks)}
     plan.notes.extend(f"{s.index_problem}: read without it (rebuilt from the .log)"
-                      for s in log.segments if s.index_problem is not None)
+                      for s in log.segments if s.index_problem is not None
+                      and f"{s.index_problem}: read without it (rebuilt from the .log)"
+                      not in notes)
     aborted = []
     if opts.read_committed and tasks:
         # (salvaging, the .txnindex files are not trusted: what they lack cannot be undone)

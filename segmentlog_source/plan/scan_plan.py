@@ -43,6 +43,10 @@ class SegmentView(Protocol):
         """(timestamps, absolute offsets) of the `.timeindex`, or None if it cannot be trusted
         to cover the whole segment (missing, or the segment is still active)."""
 
+    def indexed_last_offset(self) -> int | None:
+        """The largest offset a closed segment's indexes name (its batches must reach it), or
+        None for the active segment, whose indexes lag."""
+
 
 class PartitionView(Protocol):
     topic: str
@@ -81,6 +85,7 @@ class ScanTask:
     ends_segment: bool = True
     next_segment_base: int | None = None
     compacted: bool = False
+    indexed_last_offset: int | None = None   # a closed segment's batches reach at least this
 
     @property
     def nbytes(self) -> int:
@@ -181,7 +186,8 @@ def plan_partition(part: PartitionView, lo: int, hi: int,
             tasks.append(ScanTask(part.topic, part.partition, seg.log_path, start, end, lo, hi,
                                   segment_base=seg.base_offset, after_offset=after,
                                   ends_segment=end == seg.size, next_segment_base=next_base,
-                                  compacted=part.compacted))
+                                  compacted=part.compacted,
+                                  indexed_last_offset=seg.indexed_last_offset()))
     return tasks
 
 

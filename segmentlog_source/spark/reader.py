@@ -89,6 +89,7 @@ class _AbortTracker:
         self.pending: list[AbortedRange] | None = None
         self.ongoing: set[int] = set()
         self.markers_seen: set[tuple[int, int]] = set()
+        self.starts: set[tuple[int, int]] = set()   # (producer, base offset) of transactional
         self.span: list[int] = []        # [first offset, last offset] of the batches seen
 
     def skip(self, header, marker=None) -> bool:
@@ -113,13 +114,22 @@ class _AbortTracker:
                 self.markers_seen.add(key)
                 self.ongoing.discard(header.producer_id)
             return True
+        if header.is_transactional:
+            self.starts.add((header.producer_id, header.base_offset))
         return header.is_transactional and header.producer_id in self.ongoing
 
     def finish(self) -> None:
-        """Every aborted transaction listed as ending in the batches seen ended there."""
+        """Every aborted transaction listed as starting or ending in the batches seen started
+        with a batch of its producer, and ended with its ABORT marker, there."""
         if not self.span:
             return
         for a in self.aborted:
+            if (self.span[0] <= a.first_offset <= self.span[1]
+                    and (a.producer_id, a.first_offset) not in self.starts):
+                raise CorruptDataError(
+                    f"the transaction index lists an aborted transaction of producer "
+                    f"{a.producer_id} starting at offset {a.first_offset}, but no transactional "
+                    f"batch of it starts there", self.path)
             if (self.span[0] <= a.last_offset <= self.span[1]
                     and (a.producer_id, a.last_offset) not in self.markers_seen):
                 raise CorruptDataError(
@@ -160,7 +170,8 @@ class GroupScan:
         scan = CheckedScan(fs, path, task.start, task.end, segment_base=task.segment_base,
                            after_offset=task.after_offset, start_checked=task.start_checked,
                            ends_segment=task.ends_segment, next_segment_base=task.next_segment_base,
-                           compacted=task.compacted, verify_crc=verify,
+                           compacted=task.compacted,
+                           indexed_last_offset=task.indexed_last_offset, verify_crc=verify,
                            salvage=not self.settings.fail_on_data_loss,
                            offset_limit=task.offset_hi,
                            chunk_bytes=fs.read_ahead_bytes, stats=self.stats,

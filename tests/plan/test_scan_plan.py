@@ -39,6 +39,9 @@ class FakeSegment:
             previous = last
         return None, previous
 
+    def indexed_last_offset(self):
+        return None
+
     def time_index_entries(self):
         if not self.trusted_time:
             return None

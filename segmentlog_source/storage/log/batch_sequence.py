@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ...errors import CorruptDataError, DataLossError
-from ...format.batch import BatchHeader
+from ...format.batch import INT32_MAX, BatchHeader
 from ..log_files import LOG_SUFFIX, file_name
 
 # Topics compacted by default: Kafka's own, Schema Registry's, Kafka Connect's default names,
@@ -78,6 +78,11 @@ class BatchSequence:
         first = header.base_offset if first_offset is None else first_offset
         if not self.compacted and shaped_by_cleaner(header):
             self.compacted = True
+        if header.last_offset - self.segment_base > INT32_MAX:
+            raise CorruptDataError(
+                f"batch offsets {first}..{header.last_offset} do not fit the segment: its "
+                f"indexes hold offsets up to {self.segment_base + INT32_MAX} (base offset "
+                f"{self.segment_base} + 2**31 - 1)", self.path, header.position)
         if self.next_segment_base is not None and header.last_offset >= self.next_segment_base:
             raise CorruptDataError(
                 f"batch offsets {first}..{header.last_offset} reach the next segment, "

@@ -64,12 +64,14 @@ class CheckedScan:
     def __init__(self, fs, path: str, start: int, end: int, *, segment_base: int,
                  after_offset: int | None = None, start_checked: bool = True,
                  ends_segment: bool = True, next_segment_base: int | None = None,
-                 compacted: bool = False, verify_crc: bool = True, salvage: bool = False,
+                 compacted: bool = False, indexed_last_offset: int | None = None,
+                 verify_crc: bool = True, salvage: bool = False,
                  offset_limit: int | None = None, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                  max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES, stats=None,
                  expected_size: int | None = None):
         self.fs, self.path, self.start, self.end = fs, path, start, end
         self.ends_segment, self.next_segment_base = ends_segment, next_segment_base
+        self.indexed_last_offset = indexed_last_offset
         self.verify_crc, self.salvage, self.offset_limit = verify_crc, salvage, offset_limit
         self.chunk_bytes, self.max_batch_bytes = chunk_bytes, max_batch_bytes
         self.stats, self.expected_size = stats, expected_size
@@ -195,6 +197,11 @@ class CheckedScan:
 
     def _check_what_follows(self, scan: EntryScan) -> None:
         if self.ends_segment:
+            last = self.sequence.previous_last
+            if self.indexed_last_offset is not None and last < self.indexed_last_offset:
+                raise DataLossError(f"{self.path}: its indexes name offsets up to "
+                                    f"{self.indexed_last_offset}, but its batches end at {last}: "
+                                    f"the end of the segment is missing (truncated?)")
             if self.next_segment_base is not None:
                 self.sequence.next_offset_is(self.next_segment_base, scan.position,
                                              next_segment=True)

@@ -363,6 +363,16 @@ class LogSegment:
                 slot -= 1
             next_offset = self.base_offset if last is None else last.next_offset
             max_ts, max_ts_offset = self.time_index.last_entry()
+            if 0 <= max_ts and last is not None and position <= self._position_of(max_ts_offset) \
+                    and max_ts_offset < next_offset:
+                # an entry among the batches just read: they confirm it, or it is wrong
+                holder = self.locate(max_ts_offset, V2_HEADER_SIZE)[0]
+                if holder is not None and holder.first_offset_known:
+                    if holder.base_offset > max_ts_offset:
+                        raise CorruptDataError(f"time index entry ({max_ts}, {max_ts_offset}) "
+                                               f"names an offset no batch holds",
+                                               self.time_index_path, None)
+                    self._confirm_time_entry(max_ts, max_ts_offset, holder)
             if max_ts >= 0 and max_ts_offset >= next_offset:
                 # the time index speaks of batches that are not there: ask the batches
                 max_ts, max_ts_offset = -1, self.base_offset
@@ -377,29 +387,41 @@ class LogSegment:
         return self._tail
 
     def _tail_headers(self, slot: int, position: int) -> Iterator[BatchHeader]:
-        """Headers from index entry `slot` to the end; salvaging (rebuild_bad_indexes), damaged
-        bytes are passed over to the next whole batch (index_problem says what was)."""
-        try:
-            for header, _ in self._scan_from_index_entry(slot, position, bodies=False):
-                yield header
-            return
-        except CorruptDataError as err:
-            if not self.rebuild_bad_indexes or err.path != self.log_path or err.position is None:
-                raise
-            self.index_problem, damaged = err, err.position
+        """The batches from index entry `slot` to the end, which decide the log end offset: so
+        each one's CRC is checked and their offsets must increase (a moved base offset or a
+        length that swallows the rest of the file would otherwise end the log early).
+        Salvaging (rebuild_bad_indexes), damaged bytes are passed over to the next whole batch
+        (index_problem says what was)."""
+        previous = None
+        scan = self._scan_from_index_entry(slot, position, bodies=True)
         while True:
-            position = find_next_batch(self.fs, self.log_path, damaged + 1, self.size,
-                                       stats=self.stats)
-            if position is None:
-                return
             try:
-                for header, _ in self.iter_headers(position, allow_torn_tail=True):
+                for header, entry in scan:
+                    if not header.crc_is_valid(entry):
+                        raise CorruptDataError(f"CRC mismatch: stored {header.crc}, computed "
+                                               f"{header.compute_crc(entry)}", self.log_path,
+                                               header.position)
+                    first = header.base_offset if header.first_offset_known \
+                        else header.last_offset
+                    if previous is not None and first <= previous:
+                        raise CorruptDataError(
+                            f"batch offsets {header.base_offset}..{header.last_offset} do not "
+                            f"follow the previous batch's last offset {previous}",
+                            self.log_path, header.position)
+                    previous = header.last_offset
                     yield header
                 return
             except CorruptDataError as err:
-                if err.position is None:
+                if (not self.rebuild_bad_indexes or err.path != self.log_path
+                        or err.position is None):
                     raise
-                damaged = err.position
+                self.index_problem = err
+                resume = find_next_batch(self.fs, self.log_path, err.position + 1, self.size,
+                                         stats=self.stats)
+                if resume is None:
+                    return
+                scan = self.iter_entries(resume, allow_torn_tail=True,
+                                         chunk_bytes=64 * 1024)
 
     def read_next_offset(self) -> int:
         """The offset after the last batch (the base offset for an empty segment)."""
@@ -476,6 +498,11 @@ class LogSegment:
             found = next(((r.offset, r.timestamp) for r in records
                           if r.timestamp >= timestamp and r.offset >= log_start_offset), None)
         return found
+
+    def _position_of(self, offset: int) -> int:
+        """The offset index's position at or below `offset` (0 when there is none)."""
+        slot = self.offset_index.slot_for(offset - self.base_offset)
+        return self.offset_index.entry(slot)[1] if slot >= 0 else 0
 
     def _confirm_time_entry(self, timestamp: int, offset: int, header: BatchHeader) -> None:
         """A time-index entry (T, O) is written where the running maximum rose to T, so the

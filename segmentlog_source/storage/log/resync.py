@@ -1,5 +1,7 @@
 """Finding the next whole batch after damaged bytes: where a salvaging read resumes
-(failOnDataLoss=false), so damage costs the batches it touched, not the rest of a segment."""
+(failOnDataLoss=false), so damage costs the batches it touched, not the rest of a segment.
+By scanning, only v2 batches are found (see find_next_batch); a damaged legacy entry costs the
+rest of its range unless its own length still points at the next one."""
 
 from __future__ import annotations
 
@@ -27,6 +29,10 @@ def find_next_batch(fs, path: str, start: int, end: int,
                 return None
             at = np.arange(count)
             magic = chunk[np.minimum(at + MAGIC_OFFSET, len(chunk) - 1)].astype(np.int64)
+            # Only v2 batches are looked for: a legacy compressed wrapper's payload holds whole
+            # legacy messages with valid CRCs (and inner offsets), which must never be taken
+            # for entries of the log. (v2 compresses records, never batches.)
+            magic = np.where(magic == 2, magic, 3)
             length = (chunk[at + 8].astype(np.int64) << 24 | chunk[at + 9].astype(np.int64) << 16
                       | chunk[at + 10].astype(np.int64) << 8 | chunk[at + 11].astype(np.int64))
             length = np.where(length >= 2**31, length - 2**32, length)
