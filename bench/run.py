@@ -5,8 +5,8 @@
     python -m bench.run spark_scan ...  # only these (written as partial.* instead of latest.*)
 
 Writes bench/results/latest.json (machine, every raw measurement, medians, ratios, targets),
-latest.md (the table, for the README) and latest.png (one bar group of ratios per case, the
-targets drawn as lines), and prints the table. Modules, in order:
+latest.md (the table, for the README) and latest.png (bench/chart.py: small panels, each one
+question with the peers side by side), and prints the table. Modules, in order:
     decoder     bench/decoder.py: record decode/encode vs kafka-python (its own run())
     writer      bench/writer.py: write throughput (its own run())
     memory      bench/memory.py: peak RSS of a 1 GiB segment scan and of 1 GiB writes
@@ -21,10 +21,10 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-import textwrap
 import time
 import traceback
 
+from .chart import draw
 from .common import RESULTS, case, machine_info, stop_spark, unavailable
 
 OURS = ("memory", "spark_scan", "selective", "object_store")
@@ -114,49 +114,6 @@ def markdown(rows: list[dict], machine: dict, total_s: float) -> str:
     return "\n".join(lines) + "\n"
 
 
-def chart(rows: list[dict], path) -> None:
-    """One bar group per case, one bar per ratio (log scale), each target a dashed line."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import NullFormatter, ScalarFormatter
-
-    rows = [r for r in rows if r["ratios"]]
-    values = [v for r in rows for v in r["ratios"].values() if v > 0]
-    fig, ax = plt.subplots(figsize=(max(12, 0.65 * len(rows)), 8))
-    ticks, labels, x = [], [], 0.0
-    for r in rows:
-        limits = {t["ratio"]: t["max"] for t in r["targets"]}
-        width = 0.8 / len(r["ratios"])
-        for i, (name, value) in enumerate(r["ratios"].items()):
-            left = x + i * width
-            color = ("tab:gray" if name not in limits
-                     else "tab:green" if value <= limits[name] else "tab:red")
-            ax.bar(left, value, width * 0.9, align="edge", color=color)
-            ax.text(left + width * 0.45, value * 1.05, f"{value:.2f} {name}", ha="center",
-                    va="bottom", fontsize=5.5, rotation=90)
-            if name in limits:
-                ax.hlines(limits[name], left - width * 0.05, left + width * 0.95,
-                          colors="black", linestyles="dashed", linewidth=1.5)
-        ticks.append(x + 0.4)
-        labels.append(textwrap.fill(r["name"], 42))
-        x += 1.2
-    ax.set_yscale("log")
-    ax.set_ylim(min(0.3, min(values) / 1.5), max(3.0, max(values) * 8))
-    ax.set_yticks([t for t in (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100)
-                   if ax.get_ylim()[0] <= t <= ax.get_ylim()[1]])
-    ax.yaxis.set_major_formatter(ScalarFormatter())
-    ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.set_xticks(ticks, labels, rotation=60, ha="right", fontsize=6.5)
-    ax.set_ylabel("ratio (log scale; lower is better where a target is drawn)")
-    ax.set_title("segmentlog benchmarks: ratios per case. Green: target met, red: missed, "
-                 "gray: no target; dashed line: the target", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
-
-
 def main(argv: list[str]) -> int:
     names = argv or list(ORDER)
     unknown = set(names) - set(ORDER)
@@ -188,7 +145,7 @@ def main(argv: list[str]) -> int:
     table += "\nSeconds per module: " + ", ".join(f"{k} {v:.0f}" for k, v in seconds.items())
     table += ".\n"
     (RESULTS / f"{stem}.md").write_text(table)
-    chart(rows, RESULTS / f"{stem}.png")
+    draw({"machine": machine, "cases": rows, "external": external}, RESULTS / f"{stem}.png")
     print(table)
     print(f"wrote {RESULTS}/{stem}.json, {stem}.md, {stem}.png in {total / 60:.1f} min")
     if failed:
