@@ -10,7 +10,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SEGMENTLOG_SHARED := $(abspath $(SHARED))
 
-.PHONY: demo cluster-demo test test-fast bench clean venv
+.PHONY: demo cluster-demo test test-fast bench clean venv kafka-jars
 
 venv: $(STAMP)
 
@@ -28,13 +28,19 @@ demo: $(STAMP)
 cluster-demo: $(STAMP)
 	$(PY) -m segmentlog_source.devtools.cluster_demo
 
-test: $(STAMP)
+# The jars of the Kafka tests (a broker, DumpLogSegments, Spark's Kafka source), from Maven
+# Central into ~/.cache/segmentlog/jars once, with a progress line. When that fails the rest of
+# the suite still runs, and only tests/kafka fails, saying why.
+kafka-jars: $(STAMP)
+	-$(PY) -m segmentlog_source.devtools.kafka.jars
+
+test: $(STAMP) kafka-jars
 	$(PY) -m pytest -n 2 --dist loadgroup -q
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow and not spark"
 
-bench: $(STAMP)
+bench: $(STAMP) kafka-jars
 	$(PY) -m bench.run
 
 # The large mutation fuzz run of issue #16 (tests/fuzz/): the report goes to bench/results/fuzz.md

@@ -43,22 +43,43 @@ def shared() -> Path:
     return shared_dir()
 
 
+# Why the `spark` session of this process has no Kafka connector (empty: it has it, or no session
+# started yet). tests/kafka fails with this reason; every other test runs without the connector.
+SPARK_KAFKA_MISSING: list[str] = []
+
+
+def spark_kafka_jars() -> list[str]:
+    """Spark's own Kafka source (`format("kafka")`, for tests/kafka), fetched into the jar cache
+    if needed; [] when that fails (the reason goes to SPARK_KAFKA_MISSING)."""
+    from segmentlog_source.devtools.kafka import jars
+
+    try:
+        return [str(p) for p in jars.jar_paths("spark-kafka")]
+    except (jars.JarsUnavailable, OSError) as err:
+        SPARK_KAFKA_MISSING.append(str(err))
+        return []
+
+
 @pytest.fixture(scope="session")
 def spark():
-    """One local SparkSession per test process: local[2], workers on this interpreter."""
+    """One local SparkSession per test process: local[2], workers on this interpreter, and
+    Spark's Kafka connector on its classpath when the jar cache has it."""
     import sys
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    session = (SparkSession.builder.master("local[2]")
+    builder = (SparkSession.builder.master("local[2]")
                .appName("segmentlog-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.driver.memory", "2g")
-               .getOrCreate())
+               .config("spark.driver.memory", "2g"))
+    kafka_jars = spark_kafka_jars()
+    if kafka_jars:  # only the first session of a process reads spark.jars
+        builder = builder.config("spark.jars", ",".join(kafka_jars))
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     import segmentlog_source
 

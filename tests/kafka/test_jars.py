@@ -1,0 +1,78 @@
+"""The jar cache: a machine that cannot fetch the jars gets a reason it can act on, once, rather
+than a Maven stack trace, or the same Maven failure again in every test process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from segmentlog_source.devtools.kafka import jars
+
+pytestmark = pytest.mark.xdist_group("kafka")
+
+FAKE_MVN = """#!/bin/sh
+echo run >> "{calls}"
+echo "[ERROR] Failed to execute goal on project segmentlog-kafka-jars: Could not resolve"
+echo "[ERROR] Could not transfer artifact org.apache.kafka:kafka_2.13:pom:4.4.0 from/to central"
+echo "[ERROR]   (https://repo.maven.apache.org/maven2): Unknown host repo.maven.apache.org"
+exit 1
+"""
+
+
+@pytest.fixture
+def empty_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEGMENTLOG_JARS", str(tmp_path / "jars"))
+    return tmp_path
+
+
+def _fake_mvn(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "mvn").write_text(FAKE_MVN.format(calls=tmp_path / "calls"))
+    (bin_dir / "mvn").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    return tmp_path / "calls"
+
+
+def test_no_maven_says_so(empty_cache, monkeypatch):
+    monkeypatch.setenv("PATH", str(empty_cache))   # no mvn there
+    with pytest.raises(jars.JarsUnavailable, match="no `mvn` on PATH"):
+        jars.fetch("spark-kafka")
+    assert not jars.is_complete("spark-kafka")
+
+
+def test_unreachable_central_is_named_and_remembered(empty_cache, monkeypatch):
+    calls = _fake_mvn(empty_cache, monkeypatch)
+    with pytest.raises(jars.JarsUnavailable, match=r"Maven Central \(https://repo.maven.apache.org"
+                                                   r"/maven2\) is unreachable") as first:
+        jars.fetch("kafka")
+    assert "Unknown host" in str(first.value)
+    with pytest.raises(jars.JarsUnavailable) as again:   # a test process after make's fetch
+        jars.fetch("kafka")
+    assert str(again.value) == str(first.value)
+    assert calls.read_text().count("run") == 1
+    with pytest.raises(jars.JarsUnavailable):             # the fetch step always tries
+        jars.fetch("kafka", force=True)
+    assert calls.read_text().count("run") == 2
+
+
+def test_the_fetch_command_reports_and_fails_without_a_traceback(empty_cache, monkeypatch):
+    _fake_mvn(empty_cache, monkeypatch)
+    result = subprocess.run([sys.executable, "-m", "segmentlog_source.devtools.kafka.jars"],
+                            capture_output=True, text=True, env=dict(os.environ), timeout=60)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "fetching jar set kafka-4.4.0" in result.stderr
+    assert result.stderr.count("is unreachable") == 2   # both sets
+
+
+def test_a_complete_set_needs_no_maven(empty_cache, monkeypatch):
+    folder = jars.folder("spark-kafka")
+    folder.mkdir(parents=True)
+    (folder / "a.jar").write_bytes(b"")
+    (folder / jars.COMPLETE).write_text("a.jar\n")
+    monkeypatch.setenv("PATH", str(empty_cache))
+    assert jars.jar_paths("spark-kafka") == [folder / "a.jar"]
