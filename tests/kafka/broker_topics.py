@@ -1,0 +1,116 @@
+"""What the test broker is given to write (one KafkaClient run), and the reads that compare
+segmentlog's view of its log directory with Spark's Kafka source reading the broker.
+
+Records are KafkaClient.java's `record(...)`: keys (some null), values (some null, some not
+UTF-8), headers (some records none, one header with a null value, a repeated key) and CreateTime
+timestamps base + i s, every 7th (5th on `multi`) older than the ones before it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+STEP_MS = 1000
+# Small segments and dense indexes, so reads cross segments and index entries: segment.bytes
+# is at least 1 MiB since Kafka 4.1, internal.segment.bytes is the topic config for tests.
+SMALL_SEGMENTS = ("--config", "internal.segment.bytes=4096", "--config",
+                  "index.interval.bytes=512")
+# Topics segmentlog writes and the broker then serves (test_broker_serves.py), created here so
+# the one KafkaClient run makes them too: -m with the clean-shutdown marker, -n without it.
+ADOPTED = ("adopt-m", "adopt-n", "crc-m", "crc-n", "gap-m", "gap-n")
+ADOPTED_PARTITIONS = 2
+
+
+def base_timestamp() -> int:
+    """Two hours ago, in whole seconds: old enough that every CreateTime is in the past, and far
+    inside the broker's limits (retention is off, and the past is not limited)."""
+    return (int(time.time()) - 2 * 3600) * 1000
+
+
+def produce_commands(base: int) -> list[list]:
+    commands = []
+    for codec in CODECS:
+        topic = f"codec-{codec}"
+        commands += [["create-topic", topic, *SMALL_SEGMENTS],
+                     ["produce", topic, "--codec", codec, "--count", 240, "--batch", 12,
+                      "--late-every", 7, "--value-bytes", 80, "--base-ts", base]]
+    commands += [
+        ["create-topic", "lat", "--config", "message.timestamp.type=LogAppendTime"],
+        ["produce", "lat", "--codec", "lz4", "--count", 20, "--batch", 5, "--base-ts", base],
+        ["produce", "lat", "--codec", "none", "--count", 10, "--batch", 5, "--prefix", "more"],
+        ["create-topic", "multi", "--partitions", 3, *SMALL_SEGMENTS],
+        ["produce", "multi", "--partitions", 3, "--count", 150, "--batch", 15, "--late-every", 5,
+         "--value-bytes", 60, "--base-ts", base],
+        ["create-topic", "txn", "--partitions", 2],
+        ["produce", "txn", "--partitions", 2, "--count", 6, "--prefix", "plain", "--base-ts", base],
+        ["produce", "txn", "--partitions", 2, "--count", 10, "--txn", "commit", "--prefix", "c1",
+         "--batch", 4, "--base-ts", base],
+        ["produce", "txn", "--partitions", 2, "--count", 10, "--txn", "abort", "--prefix", "a1",
+         "--codec", "zstd", "--batch", 4, "--base-ts", base],
+        ["interleave", "txn", "--partitions", 2, "--count", 8, "--codec", "gzip",
+         "--base-ts", base],
+        ["produce", "txn", "--partitions", 2, "--count", 4, "--txn", "commit", "--prefix", "c2",
+         "--codec", "snappy", "--base-ts", base],
+        ["produce", "txn", "--partitions", 2, "--count", 4, "--prefix", "plain2",
+         "--base-ts", base],
+    ]
+    commands += [["create-topic", t, "--partitions", ADOPTED_PARTITIONS] for t in ADOPTED]
+    return commands
+
+
+def codec_timestamp(base: int, i: int, late_every: int = 7) -> int:
+    """The CreateTime of record i of a produce with --late-every (KafkaClient.record)."""
+    if late_every and i % late_every == late_every - 1:
+        return base + (i - 3) * STEP_MS - 1
+    return base + i * STEP_MS
+
+
+@dataclass(frozen=True)
+class ReadCase:
+    """One read, with the same options on both sides, plus each side's own spelling of an
+    option they name differently."""
+
+    name: str
+    options: dict
+    kafka_only: dict = field(default_factory=dict)
+    segmentlog_only: dict = field(default_factory=dict)
+
+
+def read_cases(base: int) -> list[ReadCase]:
+    committed = ({"kafka.isolation.level": "read_committed"},
+                 {"isolationLevel": "read_committed"})
+    by_ts = {"codec-none": {"0": codec_timestamp(base, 40) + 500},
+             "multi": {"0": base + 30 * STEP_MS, "1": codec_timestamp(base, 64), "2": base}}
+    until_ts = {"codec-none": {"0": base + 200 * STEP_MS},
+                "multi": {"0": base + 100 * STEP_MS, "1": base + 10**9, "2": base + 149 * STEP_MS}}
+    return [
+        ReadCase("every-codec", {"subscribePattern": "codec-.*", "includeHeaders": "true"}),
+        ReadCase("without-headers", {"subscribe": "codec-gzip,codec-lz4"}),
+        ReadCase("offsets-json", {
+            "assign": json.dumps({"multi": [0, 1, 2]}), "includeHeaders": "true",
+            "startingOffsets": json.dumps({"multi": {"0": 3, "1": -2, "2": 10}}),
+            "endingOffsets": json.dumps({"multi": {"0": 20, "1": -1, "2": 25}})}),
+        ReadCase("earliest-latest", {"subscribe": "multi", "startingOffsets": "earliest",
+                                     "endingOffsets": "latest"}),
+        ReadCase("offsets-by-timestamp", {
+            "subscribe": "codec-none,multi", "includeHeaders": "true",
+            "startingOffsetsByTimestamp": json.dumps(by_ts),
+            "endingOffsetsByTimestamp": json.dumps(until_ts)}),
+        ReadCase("timestamps", {"subscribe": "codec-snappy,codec-zstd",
+                                "startingTimestamp": str(base + 50 * STEP_MS),
+                                "endingTimestamp": str(codec_timestamp(base, 181))}),
+        ReadCase("timestamp-after-the-end", {
+            "subscribe": "codec-lz4",
+            "startingOffsetsByTimestamp": json.dumps({"codec-lz4": {"0": base + 10**9}}),
+            "startingOffsetsByTimestampStrategy": "latest"}),
+        ReadCase("log-append-time", {"subscribe": "lat", "includeHeaders": "true"}),
+        ReadCase("read-uncommitted", {"subscribe": "txn", "includeHeaders": "true"}),
+        ReadCase("read-committed", {"subscribe": "txn", "includeHeaders": "true"}, *committed),
+        ReadCase("read-committed-offsets", {
+            "assign": json.dumps({"txn": [0, 1]}),
+            "startingOffsets": json.dumps({"txn": {"0": 9, "1": -2}}),
+            "endingOffsets": json.dumps({"txn": {"0": -1, "1": 20}})}, *committed),
+    ]

@@ -1,0 +1,159 @@
+"""One real Kafka broker for every test in tests/kafka, and the session's phases around it.
+
+Every test module here is marked `xdist_group("kafka")`, so `pytest -n 2 --dist loadgroup` runs
+them all in one worker, against this one broker. Its life, in the order the fixtures run:
+
+    broker        format and start (3-7 s)
+    produced      one KafkaClient run creates and fills every topic (broker_topics.py)
+    broker_reads  every ReadCase, read by Spark's Kafka source from the broker and by segmentlog
+                  from its log directory while it runs (active segments with preallocated,
+                  zero-filled indexes); then SIGTERM, and segmentlog again on the stopped
+                  directory. Copies of the broker's files are kept for the dump comparison.
+    adoption      segmentlog writes a topic, and its files replace the broker's in two rounds:
+                  a start with the clean-shutdown marker, a start without it (adoption.py).
+                  The broker is stopped at the end.
+
+Tests read the broker's answers from these fixtures; no test restarts it. Where each phase's
+time went is in `<broker dir>/logs/phases.txt`; the broker's own log is `logs/server.log`.
+Both stay under pytest's basetemp when a test fails.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from segmentlog_source.devtools.kafka import jars
+from segmentlog_source.devtools.kafka.broker import KafkaBroker
+from segmentlog_source.devtools.kafka.java_client import KafkaClient
+from tests import conftest as shared_conftest
+from tests.kafka.broker_topics import ReadCase, base_timestamp, produce_commands, read_cases
+from tests.kafka.reads import Read, kafka_read, segmentlog_read
+
+ADOPTED_PREFIXES = ("adopt-", "crc-", "gap-")
+
+
+class Phases:
+    """How long each phase took, appended to a file beside the broker's logs."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def timed(self, name: str, started: float) -> None:
+        with open(self.path, "a") as f:
+            f.write(f"{time.monotonic() - started:7.1f} s  {name}\n")
+
+
+@pytest.fixture(scope="session")
+def kafka_jars() -> None:
+    try:
+        jars.fetch("kafka")
+    except jars.JarsUnavailable as err:
+        pytest.fail(f"the Kafka tests need the Kafka {jars.KAFKA_VERSION} jars: {err}",
+                    pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def kafka_spark(spark):
+    """The shared `spark` session, which must have Spark's Kafka connector (tests/conftest.py)."""
+    if shared_conftest.SPARK_KAFKA_MISSING:
+        pytest.fail("the shared Spark session started without Spark's Kafka connector, so "
+                    "format('kafka') is unavailable: " + shared_conftest.SPARK_KAFKA_MISSING[0],
+                    pytrace=False)
+    return spark
+
+
+@pytest.fixture(scope="session")
+def broker(kafka_jars, tmp_path_factory):
+    started = time.monotonic()
+    broker = KafkaBroker(tmp_path_factory.mktemp("kafka-broker"))
+    broker.phases = Phases(broker.workdir / "logs" / "phases.txt")
+    broker.start()
+    broker.phases.timed("broker: format and start", started)
+    yield broker
+    broker.stop()
+
+
+@dataclass
+class Produced:
+    base: int                   # CreateTime of record 0 (broker_topics.base_timestamp)
+    answers: list[dict]
+    topic_ids: dict[str, str]
+
+
+@pytest.fixture(scope="session")
+def produced(broker) -> Produced:
+    started = time.monotonic()
+    base = base_timestamp()
+    answers = KafkaClient(broker.bootstrap).run(produce_commands(base))
+    broker.phases.timed("KafkaClient: create and produce every topic (one JVM)", started)
+    return Produced(base, answers,
+                    {a["topic"]: a["topicId"] for a in answers if a["op"] == "create-topic"})
+
+
+@dataclass
+class BrokerReads:
+    cases: list[ReadCase]
+    kafka: dict[str, Read] = field(default_factory=dict)
+    live: dict[str, Read] = field(default_factory=dict)     # segmentlog, broker running
+    stopped: dict[str, Read] = field(default_factory=dict)  # segmentlog, broker stopped
+    files: Path | None = None          # copies of the broker's partition directories, stopped
+    active_copies: Path | None = None  # two active segments copied while it ran
+
+
+@pytest.fixture(scope="session")
+def broker_reads(kafka_spark, broker, produced, tmp_path_factory) -> BrokerReads:
+    spark, phases = kafka_spark, broker.phases
+    reads = BrokerReads(read_cases(produced.base))
+
+    def segmentlog_side(case: ReadCase) -> Read:
+        return segmentlog_read(spark, broker.data_dir, {**case.options, **case.segmentlog_only})
+
+    started = time.monotonic()
+    for case in reads.cases:
+        reads.kafka[case.name] = kafka_read(spark, broker, {**case.options, **case.kafka_only})
+    phases.timed("format('kafka'): every read case", started)
+    started = time.monotonic()
+    for case in reads.cases:
+        reads.live[case.name] = segmentlog_side(case)
+    phases.timed("format('segmentlog'), broker running: every read case", started)
+    reads.active_copies = _copy_active_segments(broker, tmp_path_factory.mktemp("active"))
+    started = time.monotonic()
+    assert broker.stop(), f"the broker did not stop by itself:\n{broker.log_tail()}"
+    phases.timed("broker: stop (SIGTERM)", started)
+    started = time.monotonic()
+    for case in reads.cases:
+        reads.stopped[case.name] = segmentlog_side(case)
+    phases.timed("format('segmentlog'), broker stopped: every read case", started)
+    reads.files = tmp_path_factory.mktemp("broker-files")
+    for part in sorted(broker.data_dir.iterdir()):
+        if part.is_dir() and not part.name.startswith(ADOPTED_PREFIXES):
+            shutil.copytree(part, reads.files / part.name)
+    return reads
+
+
+def _copy_active_segments(broker: KafkaBroker, into: Path) -> Path:
+    """The active segment of two partitions, copied while the broker runs: its .index and
+    .timeindex are still preallocated (10 MiB, zero-filled after the last entry)."""
+    for topic in ("codec-none", "txn"):
+        part = broker.partition_dir(topic)
+        active = max(int(p.name[:20]) for p in part.glob("*.log"))
+        (into / part.name).mkdir()
+        for suffix in (".log", ".index", ".timeindex"):
+            name = f"{active:020d}{suffix}"
+            shutil.copyfile(part / name, into / part.name / name)
+    return into
+
+
+@pytest.fixture(scope="session")
+def adoption(kafka_spark, broker, produced, broker_reads, tmp_path_factory):
+    from tests.kafka.adoption import run_adoption
+
+    started = time.monotonic()
+    result = run_adoption(kafka_spark, broker, produced, tmp_path_factory)
+    broker.phases.timed("adoption: segmentlog writes, two broker rounds", started)
+    return result
