@@ -50,7 +50,7 @@ def scan_segment(path: str, baseline: bool) -> dict:
     from segmentlog_source.plan.scan_plan import ScanTask
     from segmentlog_source.spark.reader import GroupScan, ScanSettings
     from segmentlog_source.storage.io.local import LOCAL
-    from segmentlog_source.storage.log.log_segment import EntryScan
+    from segmentlog_source.storage.log.entry_scan import EntryScan
 
     settings = ScanSettings(RowFilter(), False, True, True, False, True)
     first, _ = next(iter(EntryScan(LOCAL, path, bodies=False)))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..errors import BadOptionError, CorruptDataError
 from ..format.batch import INT32_MAX, LOG_OVERHEAD, V2_HEADER_SIZE, BatchHeader, parse_header
 from ..format.record_decoder import decode_batch
-from ..storage.log.log_segment import EntryScan
+from ..storage.log.entry_scan import EntryScan
 from ..storage.log.offset_index import OFFSET_ENTRY, OffsetIndex
 from ..storage.log.time_index import TIME_ENTRY, TimeIndex
 from ..storage.log_files import INDEX_SUFFIX, LOG_SUFFIX, file_name

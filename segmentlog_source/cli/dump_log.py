@@ -21,7 +21,7 @@ from ..format.control import (ABORT, COMMIT, CONTROL_TYPE_NAMES, KRAFT_VERSION, 
                               SNAPSHOT_FOOTER, SNAPSHOT_HEADER, parse_control_key,
                               parse_end_txn_marker)
 from ..format.record_decoder import decode_batch
-from ..storage.log.log_segment import EntryScan
+from ..storage.log.entry_scan import EntryScan
 from .dump_context import Dumper
 
 KRAFT_SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")

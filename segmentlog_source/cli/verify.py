@@ -358,11 +358,17 @@ def _open_index(cls, path: str, segment: LogSegment, closed: bool, problems: _Re
 def _check_offset_entries(index: OffsetIndex, batches: _SegmentBatches, problems: _Reporter,
                           live: bool = False):
     scanned_end = batches.positions[-1] if batches.positions else 0
+    last = batches.last_offsets[-1] if batches.last_offsets else None
     for i in range(len(index)):
         offset, position = index.entry(i)
         where = i * index.dtype.itemsize
         if live and position > scanned_end:
             break
+        if last is not None and offset > last:   # readers take it for where the segment ends
+            problems.error(index.path, where, f"entry {i} names offset {offset}, past the "
+                           f"segment's last batch (which ends at {last})",
+                           kind="entry past the end")
+            continue
         j = batches.at_position(position)
         if j is None:
             problems.error(index.path, where, f"entry {i} ({offset}, {position}): byte {position} "
@@ -413,8 +419,12 @@ def _compare_with_rebuilt(segment: LogSegment, offset_index: OffsetIndex, time_i
                           snapshots, interval: int, problems: _Reporter) -> None:
     headers = (h for h, _ in segment.iter_headers(allow_torn_tail=True))
     # Producer snapshots inside the segment mark broker restarts, which add entries (§4.5).
-    rebuilt = rebuild_indexes(headers, segment.base_offset, interval, restart_offsets=snapshots,
-                              log_path=segment.log_path)
+    try:
+        rebuilt = rebuild_indexes(headers, segment.base_offset, interval,
+                                  restart_offsets=snapshots, log_path=segment.log_path)
+    except CorruptDataError as err:   # batches no index can hold: nothing to compare with
+        problems.located(err, segment.log_path)
+        return
     for index, expected in zip((offset_index, time_index), rebuilt):
         actual, wanted = index.entries(), expected.entries()
         if actual != wanted:
@@ -444,7 +454,12 @@ def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: _R
     previous = None
     for i, txn in enumerate(segment.txn_index.entries):
         where = i * TXN_ENTRY_SIZE
-        if txn.last_offset < segment.base_offset or txn.first_offset > txn.last_offset:
+        if not 0 <= txn.last_stable_offset <= txn.last_offset + 1:
+            # the LSO when the transaction ended: no later than its marker; lookups stop at it
+            problems.error(path, where, f"entry {i}: last stable offset "
+                           f"{txn.last_stable_offset} lies past the transaction's ABORT marker "
+                           f"at {txn.last_offset}", kind="bad last stable offset")
+        if txn.last_offset < segment.base_offset or not 0 <= txn.first_offset <= txn.last_offset:
             problems.error(path, where, f"entry {i}: offsets {txn.first_offset}..{txn.last_offset}"
                            f" do not fit the segment (base offset {segment.base_offset})")
         if previous is not None and txn.last_offset <= previous:

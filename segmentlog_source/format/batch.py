@@ -207,6 +207,10 @@ def parse_header(buf, pos: int = 0, end: int | None = None, *, base_position: in
 def header_at(buf, pos: int, *, base_position: int = 0) -> BatchHeader:
     """Decode the header of a complete entry at `buf[pos]` whose sizes were already checked."""
     magic = buf[pos + MAGIC_OFFSET]
+    needed = _V2.size if magic >= 2 else _LEGACY.size + (8 if magic == 1 else 0)
+    if len(buf) - pos < needed:   # a caller that framed it with a damaged length
+        raise CorruptDataError(f"a magic {magic} header needs {needed} bytes, only "
+                               f"{len(buf) - pos} are there", None, base_position + pos)
     if magic >= 2:
         (base_offset, length, epoch, _magic, crc, attributes, last_delta, base_ts, max_ts,
          producer_id, producer_epoch, base_seq, count) = _V2.unpack_from(buf, pos)

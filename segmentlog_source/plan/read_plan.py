@@ -86,12 +86,21 @@ class _SegmentView:
         return self._segment.locate(offset, probe_bytes=V2_HEADER_SIZE)
 
     def indexed_last_offset(self):
-        if self._segment.active or not self._segment.has_index_files:
+        if self._segment.active:
             return None
-        named = [self._segment.offset_index.last_entry()[0] if len(self._segment.offset_index)
-                 else None, self._segment.time_index.last_entry()[1]
-                 if len(self._segment.time_index) else None]
-        return max((n for n in named if n is not None), default=None)
+        return max(self.named_offsets(), default=None)
+
+    def next_offset(self):
+        return self._segment.read_next_offset()
+
+    def named_offsets(self):
+        segment = self._segment
+        if not segment.has_index_files:
+            return ()
+        return tuple(n for n in (
+            segment.offset_index.last_entry()[0] if len(segment.offset_index) else None,
+            segment.time_index.last_entry()[1] if len(segment.time_index) else None)
+            if n is not None)
 
     def time_index_entries(self):
         confirmed = self._segment.max_timestamp_and_offset   # (the last entry, checked)
@@ -163,7 +172,8 @@ def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter,
         _data_loss(opts, plan, f"offsets {first}..{end - 1} of {log.name} are missing: "
                    f"{seg.log_path} ends below them and no segment holds them")
 
-    tasks = [replace(t, file_size=fs.size(t.path)) for t in plan_partition(view, lo, hi, missing)]
+    tasks = _with_snapshot_ends(log, [replace(t, file_size=fs.size(t.path))
+                                      for t in plan_partition(view, lo, hi, missing)])
     positions = {seg.log_path: seg.offset_index_entries()[1] for seg in view.segments
                  if any(t.path == seg.log_path for t in tasks)}
     plan.notes.extend(f"{s.index_problem}: read without it (rebuilt from the .log)"
@@ -201,10 +211,25 @@ def _salvage_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilt
             plan.notes.append(f"{err}: skipped")
             continue
         if size and (next_base is None or next_base > lo) and segment.base_offset < hi:
+            try:
+                named = _SegmentView(segment).named_offsets()
+            except CorruptDataError:   # (salvaging: an index that fails its checks names none)
+                named = ()
             tasks.append(ScanTask(log.topic, log.partition, segment.log_path, 0, size, lo, hi,
                                   file_size=size, segment_base=segment.base_offset,
-                                  ends_segment=True, next_segment_base=next_base))
-    return tasks, {}, []
+                                  ends_segment=True, next_segment_base=next_base,
+                                  named_offsets=named))
+    return _with_snapshot_ends(log, tasks), {}, []
+
+
+def _with_snapshot_ends(log: PartitionLog, tasks: list[ScanTask]) -> list[ScanTask]:
+    """A producer snapshot at N says a batch ended at N - 1: a file beside the `.log` that
+    confirms the offsets of a batch that salvaging found after damage (checked_scan.py)."""
+    ends = [n - 1 for n in log.snapshot_offsets()]
+    return [replace(t, named_offsets=t.named_offsets + tuple(
+        e for e in ends if t.segment_base <= e and (t.next_segment_base is None
+                                                    or e < t.next_segment_base)))
+            for t in tasks]
 
 
 def _data_loss(opts: ReadOptions, plan: ReadPlan, what: str) -> None:

@@ -17,6 +17,7 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
+from ..errors import CorruptDataError
 from .predicates import INT64_MAX, INT64_MIN
 
 # At most this many groups (Spark partitions) in a plan: each is a Spark task.
@@ -46,6 +47,13 @@ class SegmentView(Protocol):
     def indexed_last_offset(self) -> int | None:
         """The largest offset a closed segment's indexes name (its batches must reach it), or
         None for the active segment, whose indexes lag."""
+
+    def next_offset(self) -> int:
+        """The offset after the segment's last batch (its base offset when it has none)."""
+
+    def named_offsets(self) -> tuple[int, ...]:
+        """The offsets the last entries of the segment's indexes name, active or not: files
+        other than the `.log` that confirm the offsets of the batches holding them."""
 
 
 class PartitionView(Protocol):
@@ -86,6 +94,7 @@ class ScanTask:
     next_segment_base: int | None = None
     compacted: bool = False
     indexed_last_offset: int | None = None   # a closed segment's batches reach at least this
+    named_offsets: tuple[int, ...] = ()      # offsets the segment's indexes name last
 
     @property
     def nbytes(self) -> int:
@@ -176,19 +185,38 @@ def plan_partition(part: PartitionView, lo: int, hi: int,
         # commit is under way: its range ends at the batch holding hi, found like any other)
         last = i + 1 == len(segments)
         start, end, after, missing_from = byte_range(seg, INT64_MAX if last else seg_end, lo, hi)
-        if end <= start and not part.compacted and on_missing is not None:
-            # offsets of [lo, hi) in this segment's range, and no batch holds any of them
+        if end <= start and on_missing is not None:
+            # offsets of [lo, hi) in this segment's range, and no batch holds any of them: lost,
+            # unless the cleaner removed them. Its indexes name only offsets batches held, so
+            # one named among them, or past the segment's last batch, says they were lost.
             first = max(lo, seg.base_offset) if missing_from is None else missing_from
-            if first < min(hi, seg_end):
-                on_missing(seg, first, min(hi, seg_end))
+            stop = min(hi, seg_end)
+            named = seg.indexed_last_offset()
+            if first < stop and (not part.compacted or named is not None and (
+                    first <= named < stop or missing_from is not None and named >= missing_from)):
+                on_missing(seg, first, stop)
         if end > start:
+            if start == 0 and not tasks and i > 0 and part.compacted:
+                _check_ends_below(segments[i - 1], seg)
             next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
             tasks.append(ScanTask(part.topic, part.partition, seg.log_path, start, end, lo, hi,
                                   segment_base=seg.base_offset, after_offset=after,
                                   ends_segment=end == seg.size, next_segment_base=next_base,
                                   compacted=part.compacted,
-                                  indexed_last_offset=seg.indexed_last_offset()))
+                                  indexed_last_offset=seg.indexed_last_offset(),
+                                  named_offsets=seg.named_offsets()))
     return tasks
+
+
+def _check_ends_below(before: SegmentView, seg: SegmentView) -> None:
+    """A compacted segment's first batch may lie above its base offset, and the range read
+    starts at it: the offsets in between belong to no one only if the segment before, which
+    the read skips, ends below the base (a renamed file would otherwise hide its tail)."""
+    end = before.next_offset()
+    if end > seg.base_offset:
+        raise CorruptDataError(f"the segment's batches run to offset {end - 1}, past the next "
+                               f"segment's base offset {seg.base_offset} ({seg.log_path})",
+                               before.log_path, None)
 
 
 def group_tasks(tasks: list[ScanTask], index_positions: dict[str, np.ndarray],

@@ -129,14 +129,26 @@ def test_offsets_that_go_backwards(generated):
 def test_txn_index_entry_without_its_marker(generated):
     txn_index = next(p for p in sorted(generated.glob("*.txnindex")) if p.stat().st_size)
     data = bytearray(txn_index.read_bytes())
-    last = struct.unpack_from(">q", data, 18)[0]
-    struct.pack_into(">q", data, 18, last - 1)  # the marker's offset, minus one
+    last, stable = struct.unpack_from(">qq", data, 18)
+    # the marker's offset, minus one (and the last stable offset with it, which the marker bounds)
+    struct.pack_into(">qq", data, 18, last - 1, min(stable, last))
     txn_index.write_bytes(bytes(data))
     report = verify_partition(str(generated))
     # the entry names no marker, and the marker it should name has no entry
     assert _errors(report) == [(txn_index.name, 0), (txn_index.name, None)]
     assert "no ABORT marker" in report.errors[0].message
     assert f"no entry for the ABORT marker at offset {last}" in report.errors[1].message
+
+
+def test_txn_index_last_stable_offset_past_its_marker(generated):
+    txn_index = next(p for p in sorted(generated.glob("*.txnindex")) if p.stat().st_size)
+    data = bytearray(txn_index.read_bytes())
+    last = struct.unpack_from(">q", data, 18)[0]
+    struct.pack_into(">q", data, 26, last + 2)   # the LSO when the transaction ended: <= last + 1
+    txn_index.write_bytes(bytes(data))
+    report = verify_partition(str(generated))
+    assert _errors(report) == [(txn_index.name, 0)]
+    assert "last stable offset" in report.errors[0].message
 
 
 def test_unreadable_producer_snapshot(generated):

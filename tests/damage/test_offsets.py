@@ -71,6 +71,36 @@ def test_a_renamed_segment_overlaps_or_misses_its_neighbours(log, segment, move)
     assert any(str(log) in e for e in verify_errors(log))
 
 
+@pytest.mark.parametrize("into", [1, 4])
+def test_a_lookup_by_timestamp_sees_a_segment_renamed_into_another(log, healthy, into):
+    """The first segment renamed into the range of a later one: the log seems to start at
+    segment 1, and a lookup by timestamp answered there must see that its segment runs into
+    the misnamed one."""
+    first, _ = segments(log)[0]
+    _, target = segments(log)[into]
+    new_base = target[0].base_offset + 5
+    for old in sorted(log.glob(first.stem + ".*")):
+        old.rename(log / (f"{new_base:020d}" + old.suffix))
+    stamp = next(r[3] for r in healthy[1] if r[2] == target[0].base_offset + 2) // 1000
+    err = read_error(log, log, startingTimestamp=str(stamp), endingTimestamp=str(stamp + 1))
+    assert f"{new_base:020d}.log" in str(err)
+
+
+@pytest.mark.parametrize("segment", [1, 3, 6])
+@pytest.mark.parametrize("move", [1, 4])
+def test_a_compacted_segment_renamed_below_its_first_batch(log, segment, move):
+    """In a compacted partition a segment's first batch may lie above its base offset. Renamed
+    lower, into the previous segment's tail, a range read starting at its new base skips that
+    tail: the planner checks the skipped segment ends below the base."""
+    (log.parent / "cleaner-offset-checkpoint").write_text("0\n1\nt 0 0\n")
+    path, headers = segments(log)[segment]
+    new_base = headers[0].base_offset - move
+    for old in sorted(log.glob(path.stem + ".*")):
+        old.rename(log / (f"{new_base:020d}" + old.suffix))
+    err = read_error(log, log, startingOffsets=f'{{"t":{{"0":{new_base}}}}}')
+    assert f"{new_base:020d}.log" in str(err)
+
+
 @pytest.mark.parametrize("segment", [0, 2, 5])
 def test_a_duplicated_segment_is_an_error(log, segment):
     path, _ = segments(log)[segment]

@@ -10,8 +10,9 @@ demanding an error would be demanding the impossible.
 
 So a SILENT verdict becomes UNDETECTABLE when, and only when, all of this holds:
 
-* the mutated partition directory holds only `.log` files, and no data-directory checkpoint
-  names the partition (has_evidence);
+* every other file of the partition (offset and time indexes, `.txnindex`, producer
+  snapshots) and every data-directory checkpoint naming it agrees with the mutant
+  (evidence_contradicts): what remembered the original says nothing the mutant breaks;
 * the mutant is a valid log (decode_partition): Kafka's framing rules (spec §9.2), every batch
   read by kafka-python's own classes with a valid CRC, every record consuming exactly its bytes
   (legacy key and value lengths included, inner CRCs of compressed wrappers valid), control
@@ -39,21 +40,66 @@ class Invalid(Exception):
     """The bytes are not a valid log."""
 
 
-def has_evidence(data: str, partition: str) -> bool:
-    """Whether anything besides `.log` files could remember the partition's offsets."""
+def evidence_contradicts(data: str, partition: str, batches: list[dict]) -> str | None:
+    """What, among the partition's other files, contradicts the (valid) mutant `batches`: an
+    offset index entry whose position is no batch start or whose offset that batch does not
+    end at or before (and the one before it below), a time index entry (T, O) whose batch
+    holding O does not have largest timestamp T, a `.txnindex` entry with no ABORT marker of
+    its producer at its last offset, a producer snapshot or a data-directory checkpoint
+    beyond the log end. None when every file agrees with the mutant: then no reader could
+    tell it from a log written that way (the files that remembered the original, if any, no
+    longer say anything it contradicts)."""
     path = os.path.join(data, partition)
-    if any(not name.endswith(".log") for name in os.listdir(path)):
-        return True
+    by_segment: dict[int, list[dict]] = {}
+    for b in batches:
+        by_segment.setdefault(b["segment"], []).append(b)
+    end = batches[-1]["last"] + 1 if batches else None
+    for name in os.listdir(path):
+        head, _, suffix = name.partition(".")
+        if not head.isdigit():
+            continue
+        base, file = int(head), os.path.join(path, name)
+        with open(file, "rb") as f:
+            raw = f.read()
+        segment = by_segment.get(base, [])
+        at = {b["position"]: i for i, b in enumerate(segment)}
+        if suffix == "index":
+            for k in range(len(raw) // 8):
+                rel, position = struct.unpack_from(">ii", raw, 8 * k)
+                if (k == 0 and rel == 0 and position == 0) or (k > 0 and rel == 0):
+                    break                       # preallocated fill
+                i = at.get(position)
+                if i is None or not segment[i]["first"] <= base + rel \
+                        or (i > 0 and segment[i - 1]["last"] >= base + rel):
+                    return f"{name} entry {k}"
+        elif suffix == "timeindex":
+            for k in range(len(raw) // 12):
+                ts, rel = struct.unpack_from(">qi", raw, 12 * k)
+                if k > 0 and ts == 0 and rel == 0:
+                    break
+                holder = [b for b in segment if b["first"] <= base + rel <= b["last"]]
+                if not holder or holder[0]["max_ts"] != ts:
+                    return f"{name} entry {k}"
+        elif suffix == "txnindex":
+            for k in range(len(raw) // 34):
+                pid, _first, last = struct.unpack_from(">qqq", raw, 34 * k + 2)
+                if not any(b["control"] and b["producer"] == pid and b["first"] == last
+                           and b["markers"][:1] == [0] for b in segment):
+                    return f"{name} entry {k}"
+        elif suffix == "snapshot" and end is not None and base > end:
+            return name
     topic, _, number = partition.rpartition("-")
     for name in os.listdir(data):
         file = os.path.join(data, name)
-        if name.endswith("checkpoint") and os.path.isfile(file):
+        if name.endswith("-checkpoint") and os.path.isfile(file) and end is not None:
             with open(file, "rb") as f:
                 for line in f.read().decode("utf-8", "replace").splitlines():
                     fields = line.split()
-                    if len(fields) == 3 and fields[0] == topic and fields[1] == number:
-                        return True
-    return False
+                    if (len(fields) == 3 and fields[0] == topic and fields[1] == number
+                            and fields[2].isdigit() and int(fields[2]) > end
+                            and name != "cleaner-offset-checkpoint"):
+                        return name
+    return None
 
 
 # -- decoding ----------------------------------------------------------------------------------
@@ -204,6 +250,9 @@ def decode_partition(path: str) -> list[dict] | None:
                     raise Invalid("offsets do not increase")
                 previous = batch["last"]
                 batch["segment"] = base
+                batch["position"] = pos
+                batch["max_ts"] = (struct.unpack_from(">q", entry, 35)[0] if magic == 2 else
+                                   max((r[1] for r in batch["rows"]), default=-1))
                 batches.append(batch)
                 pos += 12 + size
     except Invalid:

@@ -24,8 +24,8 @@ dump (every file; deep iteration with data; --verify-index-only and --index-sani
 indexes)
     ok / clear-error / BAD-ERROR
 
-UNDETECTABLE replaces SILENT where the mutant is itself a valid log and nothing else in the
-partition directory records the original (consistency.py): no reader could know.
+UNDETECTABLE replaces SILENT where the mutant is itself a valid log and every other file of the
+partition agrees with it (consistency.py): no reader could know.
 
 HANG (over the time limit) and MEMORY (over the memory limit) are decided by the pool
 (pool.py), which runs mutants in worker processes it can kill.
@@ -429,24 +429,24 @@ def run_mutant(spec, originals: dict, work: Path, hook=None) -> dict:
 
 def _undetectable(tools: dict, rows_by_variant: dict, original, mutation, data: str) -> None:
     """SILENT verdicts on a mutant that is itself a valid log, read right, in a partition
-    directory with no other file that remembers the original, become UNDETECTABLE
+    directory whose other files all agree with it, become UNDETECTABLE
     (consistency.py says why and how)."""
-    from tests.fuzz.consistency import decode_partition, expected_rows, has_evidence
+    from tests.fuzz.consistency import decode_partition, evidence_contradicts, expected_rows
 
     silent = [k for k, v in tools.items() if v["outcome"] == "SILENT"]
     name = mutation.partition
     if not silent or name is None or name not in original.independent_ok:
         return
     path = os.path.join(data, name)
-    if not os.path.isdir(path) or has_evidence(data, name):
+    if not os.path.isdir(path):
         return
     batches = decode_partition(path)
-    if batches is None:
+    if batches is None or evidence_contradicts(data, name, batches) is not None:
         return
     part = original.partitions[name]
     bases = sorted(int(n.split(".")[0]) for n in os.listdir(path) if n.endswith(".log"))
-    why = ("the mutant is a valid log, read right, and no other file in the directory records "
-           "the original")
+    why = ("the mutant is a valid log, read right, and every other file of the partition agrees "
+           "with it")
     for key in silent:
         if not key.startswith("reader:"):
             continue

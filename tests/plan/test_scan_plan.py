@@ -42,6 +42,12 @@ class FakeSegment:
     def indexed_last_offset(self):
         return None
 
+    def named_offsets(self):
+        return ()
+
+    def next_offset(self):
+        return max((b[1] + 1 for b in self.batches), default=self.base_offset)
+
     def time_index_entries(self):
         if not self.trusted_time:
             return None
@@ -137,6 +143,26 @@ def test_small_segments_pack_into_one_group():
     tasks = plan_partition(part, 0, part.log_end_offset)
     assert len(tasks) == 10
     assert len(group_tasks(tasks, {}, max_bytes=10**6, min_groups=None)) == 1
+
+
+def test_offsets_the_cleaner_removed_are_no_loss_unless_the_indexes_name_them():
+    # a compacted segment whose batches hold 2..6 (0 and 1 cleaned away), its index naming 6
+    batches = [(o, o, (o - 2) * 50, 50, 1) for o in range(2, 7)]
+    part = FakePartition([FakeSegment(0, batches, log_path="seg0.log")], log_end_offset=7,
+                         compacted=True)
+    part.segments[0].indexed_last_offset = lambda: 6
+    heard = []
+    assert plan_partition(part, 0, 1, lambda seg, a, b: heard.append((a, b))) == []
+    assert heard == []
+    # the index names offset 6, yet the batches end at 4: the tail was lost
+    part.segments[0].batches = batches[:3]
+    part.log_end_offset = 7
+    plan_partition(part, 5, 7, lambda seg, a, b: heard.append((a, b)))
+    assert heard == [(5, 7)]
+    # without compaction, any offset no batch holds is lost
+    part = FakePartition([FakeSegment(0, batches, log_path="seg0.log")], log_end_offset=7)
+    plan_partition(part, 0, 1, lambda seg, a, b: heard.append((a, b)))
+    assert heard[-1] == (0, 1)
 
 
 def test_empty_range_plans_nothing():

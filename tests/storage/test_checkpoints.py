@@ -38,7 +38,9 @@ def test_empty_and_short_checkpoints(tmp_path, text, expected):
     ("1\n0\n", "unsupported checkpoint version"),
     ("0\n2\nt 0 5\n", "expected 2 entries"),
     ("0\n1\nt 0\n", "malformed entry"),
-    ("0\nx\n", "not an integer")])
+    ("0\nx\n", "not an integer"),
+    ("0\n1\nt 0 99999999999999999999999\n", "malformed entry"),   # Long.parseLong refuses it
+    ("0\n1\nt 2147483648 5\n", "malformed entry")])
 def test_bad_checkpoints(tmp_path, text, message):
     path = tmp_path / "cp"
     path.write_text(text)

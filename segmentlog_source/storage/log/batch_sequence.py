@@ -133,6 +133,11 @@ class BatchSequence:
         """What follows the last batch checked: the batch `header` (read past a range's end).
         A legacy compressed wrapper's header knows only its last offset: that one must be above
         ours, and no gap can be told."""
+        if self.next_segment_base is not None and header.last_offset >= self.next_segment_base:
+            raise CorruptDataError(
+                f"the batch after this range, ending at offset {header.last_offset}, reaches the "
+                f"next segment, {file_name(self.next_segment_base, LOG_SUFFIX)}, which starts at "
+                f"{self.next_segment_base}", self.path, header.position)
         if header.first_offset_known:
             self.next_offset_is(header.base_offset, header.position, next_segment=False)
         elif header.last_offset <= self.previous_last:

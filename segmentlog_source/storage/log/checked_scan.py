@@ -22,7 +22,7 @@ from ...errors import CorruptDataError, DataLossError, FileChangedError
 from ...format.batch import DEFAULT_MAX_BATCH_BYTES, BatchHeader
 from ...format.legacy import decode_legacy_entry
 from .batch_sequence import BatchSequence
-from .log_segment import DEFAULT_CHUNK_BYTES, EntryScan
+from .entry_scan import DEFAULT_CHUNK_BYTES, EntryScan
 from .resync import find_next_batch, whole_entry_at
 
 log = logging.getLogger("segmentlog")
@@ -47,6 +47,7 @@ class _Held(NamedTuple):
     entry: memoryview
     before: int
     vouched: bool
+    resynced: bool = False
 
     def crc_ok(self) -> bool:
         return self.header.crc_is_valid(self.entry)
@@ -65,13 +66,14 @@ class CheckedScan:
                  after_offset: int | None = None, start_checked: bool = True,
                  ends_segment: bool = True, next_segment_base: int | None = None,
                  compacted: bool = False, indexed_last_offset: int | None = None,
+                 named_offsets: tuple[int, ...] = (),
                  verify_crc: bool = True, salvage: bool = False,
                  offset_limit: int | None = None, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                  max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES, stats=None,
                  expected_size: int | None = None):
         self.fs, self.path, self.start, self.end = fs, path, start, end
         self.ends_segment, self.next_segment_base = ends_segment, next_segment_base
-        self.indexed_last_offset = indexed_last_offset
+        self.indexed_last_offset, self.named_offsets = indexed_last_offset, named_offsets
         self.verify_crc, self.salvage, self.offset_limit = verify_crc, salvage, offset_limit
         self.chunk_bytes, self.max_batch_bytes = chunk_bytes, max_batch_bytes
         self.stats, self.expected_size = stats, expected_size
@@ -108,7 +110,8 @@ class CheckedScan:
                     if held is not None:
                         yield held.header, held.entry
                     vouched = vouched and first == before + 1 and not self.resynced
-                    held, self.resynced = _Held(header, entry, before, vouched), False
+                    held = _Held(header, entry, before, vouched, self.resynced)
+                    self.resynced = False
             except FileChangedError:
                 raise
             except CorruptDataError as err:
@@ -131,13 +134,23 @@ class CheckedScan:
                            "a torn tail: the last bytes of the file are not a whole batch")
                 seq.expect_gap()
             break
+        if held is not None and held.resynced and not self._followed(scan) \
+                and not self._indexes_name(held.header):
+            # found by its CRC alone (its offsets are outside the CRC) with nothing after it,
+            # nor the segment's indexes, to confirm them
+            held = self._keep_if_vouched(held, "found after damage, and nothing after it "
+                                         "confirms its offsets")
         try:
             self._check_what_follows(scan)
             seq.finish()
-        except DataLossError as err:   # offsets missing after this segment: held is fine
+        except DataLossError as err:   # offsets missing after this segment
             if not self.salvage:
                 raise
             log.warning("segmentlog: %s", err)
+            if self._indexes_reach_past():
+                # the tail is missing, or the last batch's base offset moved down: only a
+                # predecessor that vouches for it tells which
+                held = self._keep_if_vouched(held, "the segment's indexes name later offsets")
         except CorruptDataError as err:
             if not self.salvage:
                 if held is not None and self.verify_crc and not held.crc_ok():
@@ -195,10 +208,25 @@ class CheckedScan:
         seq.expect_gap()
         return True
 
+    def _followed(self, scan: EntryScan) -> bool:
+        """Whether something after the range checks the last batch's offsets."""
+        if self.ends_segment:
+            return self.next_segment_base is not None
+        return scan.following is not None
+
+    def _indexes_name(self, header: BatchHeader) -> bool:
+        """Whether an offset the segment's indexes name last lies in this batch."""
+        first = header.base_offset if header.first_offset_known else header.last_offset
+        return any(first <= named <= header.last_offset for named in self.named_offsets)
+
+    def _indexes_reach_past(self) -> bool:
+        return (self.ends_segment and self.indexed_last_offset is not None
+                and self.sequence.previous_last < self.indexed_last_offset)
+
     def _check_what_follows(self, scan: EntryScan) -> None:
         if self.ends_segment:
             last = self.sequence.previous_last
-            if self.indexed_last_offset is not None and last < self.indexed_last_offset:
+            if self._indexes_reach_past():
                 raise DataLossError(f"{self.path}: its indexes name offsets up to "
                                     f"{self.indexed_last_offset}, but its batches end at {last}: "
                                     f"the end of the segment is missing (truncated?)")

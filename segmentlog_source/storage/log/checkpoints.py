@@ -87,14 +87,22 @@ def format_checkpoint(version: int, entries: list[str]) -> bytes:
     return "".join(f"{line}\n" for line in [str(version), str(len(entries)), *entries]).encode()
 
 
+def _java_int(text: str, bits: int) -> int:
+    """An integer as Kafka parses it (Integer/Long.parseLong): out of range is malformed."""
+    value = int(text)
+    if not -(1 << (bits - 1)) <= value < 1 << (bits - 1):
+        raise ValueError(f"{text} does not fit {bits} bits")
+    return value
+
+
 def _offset_entry(fields: list[str]) -> tuple[tuple[str, int], int]:
     topic, partition, offset = fields
-    return (topic, int(partition)), int(offset)
+    return (topic, _java_int(partition, 32)), _java_int(offset, 64)
 
 
 def _epoch_entry(fields: list[str]) -> EpochEntry:
     epoch, start_offset = fields
-    return EpochEntry(int(epoch), int(start_offset))
+    return EpochEntry(_java_int(epoch, 32), _java_int(start_offset, 64))
 
 
 def read_offset_checkpoint(path: str, fs=LOCAL) -> dict[tuple[str, int], int]:

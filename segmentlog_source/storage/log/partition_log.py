@@ -30,7 +30,8 @@ from .log_config import LogConfig
 from .log_directory import parse_partition_dir_name
 from .log_loader import (_delete_segment, create_empty_segment, load_for_append, plan_files,
                          replay_producer_state)
-from .log_segment import DEFAULT_CHUNK_BYTES, LogSegment
+from .entry_scan import DEFAULT_CHUNK_BYTES
+from .log_segment import LogSegment
 from .segment_appender import SegmentAppender
 
 # ListOffsets special timestamps (§8.2)
@@ -189,8 +190,7 @@ class PartitionLog:
                 found.append(f"{segment.log_path} is empty, but its indexes list batches: the "
                              f"segment's data is missing")
         end = self.log_end_offset if end is None else end
-        snapshots = sorted(k[0] for k in map(kind_of, names)
-                           if k is not None and k[1] == SNAPSHOT_SUFFIX)
+        snapshots = self.snapshot_offsets()
         if snapshots and snapshots[-1] > end:
             found.append(f"{fs.join(self.directory, file_name(snapshots[-1], SNAPSHOT_SUFFIX))} "
                          f"says the log reached offset {snapshots[-1]}, but its segments end at "
@@ -201,6 +201,13 @@ class PartitionLog:
                              f"{what} of {self.name} at {offset}, but its segments end at {end}: "
                              f"offsets {end}..{offset - 1} are missing")
         return found
+
+    def snapshot_offsets(self) -> list[int]:
+        """The offsets of the producer snapshots open() listed: where the log ended when each
+        was taken (at a roll or a clean close)."""
+        names = self.listing if self.listing is not None else self.fs.list_dir(self.directory)
+        return sorted(k[0] for k in map(kind_of, names)
+                      if k is not None and k[1] == SNAPSHOT_SUFFIX)
 
     # -- offsets -----------------------------------------------------------------------------
     @property
@@ -251,13 +258,36 @@ class PartitionLog:
             return found[0] if found is not None else None
         if timestamp < 0:
             raise BadOptionError("timestamp", timestamp, "must be >= 0, or -1, -2, -3")
-        for segment in self.segments:
+        for i, segment in enumerate(self.segments):
             if segment.largest_timestamp >= timestamp:
                 found = segment.offset_for_timestamp(timestamp, self.log_start_offset)
                 if found is None:   # (a segment with no timestamp says its mtime: go on)
                     continue
+                if i > 0:
+                    self._check_passed_over(self.segments[i - 1], segment)
+                if i + 1 < len(self.segments):
+                    self._check_meets_next(segment, self.segments[i + 1])
                 return None if found[0] >= self.log_end_offset else found[0]
         return None
+
+    def _check_passed_over(self, before: LogSegment, segment: LogSegment) -> None:
+        """A lookup by timestamp that passed over `before` answers from `segment`: offsets
+        missing between the two (a lost segment) could have held the answer."""
+        end = before.read_next_offset()
+        if end < segment.base_offset and not self.compacted:
+            raise DataLossError(f"offsets {end}..{segment.base_offset - 1} of {self.name} are "
+                                f"missing between {before.log_path} and {segment.log_path}: a "
+                                f"lookup by timestamp cannot tell whether the answer was there")
+
+    @staticmethod
+    def _check_meets_next(segment: LogSegment, following: LogSegment) -> None:
+        """The segment a lookup answers from ends below the next one's base offset: one that
+        runs past it says a file name is wrong (a renamed segment holding earlier offsets)."""
+        end = segment.read_next_offset()
+        if end > following.base_offset:
+            raise CorruptDataError(f"the segment's batches run to offset {end - 1}, past the "
+                                   f"next segment's base offset {following.base_offset} "
+                                   f"({following.log_path})", segment.log_path, None)
 
     def iter_entries(self, start_offset: int | None = None, *,
                      chunk_bytes: int = DEFAULT_CHUNK_BYTES, verify_crc: bool = False
@@ -295,7 +325,10 @@ class PartitionLog:
         if segment is None:
             return []
         found = []
-        for current in self.segments[self.segments.index(segment):]:
+        i = self.segments.index(segment)
+        for current, following in zip(self.segments[i:], self.segments[i + 1:] + [None]):
+            current.txn_index.sanity_check(following.base_offset if following is not None
+                                           else self.log_end_offset)
             txns, complete = current.txn_index.collect_aborted(start_offset, upper_bound)
             found += txns
             if complete:

@@ -74,9 +74,13 @@ def rebuild_indexes(headers: Iterable[BatchHeader], base_offset: int,
     indexer = SegmentIndexer(offset_index, time_index, interval)
     restarts = {s for s in restart_offsets if s > base_offset}
     for header in headers:
-        if header.base_offset in restarts and header.first_offset_known:
-            indexer.restart()
+        if header.first_offset_known and header.base_offset < base_offset:
+            raise CorruptDataError(f"batch offsets {header.base_offset}..{header.last_offset} "
+                                   f"lie below the segment's base offset {base_offset} (its "
+                                   f"file name)", log_path, header.position)
         try:
+            if header.base_offset in restarts and header.first_offset_known:
+                indexer.restart()
             indexer.add_batch(header)
         except CorruptDataError as err:   # a batch the index cannot hold: blame the batch
             raise CorruptDataError(f"batch offsets {header.base_offset}..{header.last_offset} "

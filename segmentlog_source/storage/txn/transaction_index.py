@@ -73,12 +73,33 @@ class TransactionIndex:
         self._file.append(txn.to_bytes())
         entries.append(txn)
 
-    def sanity_check(self) -> None:
+    def sanity_check(self, end_offset: int | None = None) -> None:
+        """Each entry's ABORT marker (its last offset) lies in this segment, below
+        `end_offset` when known, after the previous entry's; its first offset precedes it; and
+        the last stable offset when it ended is no later than just after it. (Its offsets are
+        in no CRC: a read_committed read drops a producer's batches up to the marker, and stops
+        looking at later segments once an LSO passes its range.)"""
+        previous = -1
         for i, txn in enumerate(self.entries):
             if txn.last_offset < self.base_offset:
                 raise CorruptDataError(
                     f"aborted transaction last offset {txn.last_offset} is below the segment "
                     f"base offset {self.base_offset}", self.path, i * TXN_ENTRY_SIZE)
+            why = None
+            if end_offset is not None and txn.last_offset >= end_offset:
+                why = f"its ABORT marker offset is past the segment's end ({end_offset})"
+            elif not 0 <= txn.first_offset <= txn.last_offset:
+                why = "its first offset does not precede its ABORT marker"
+            elif not 0 <= txn.last_stable_offset <= txn.last_offset + 1:
+                why = "its last stable offset lies past its ABORT marker"
+            elif txn.last_offset <= previous:
+                why = "its ABORT marker is not after the previous entry's"
+            if why is not None:
+                raise CorruptDataError(
+                    f"transaction index entry {i} (producer {txn.producer_id}, offsets "
+                    f"{txn.first_offset}..{txn.last_offset}, last stable offset "
+                    f"{txn.last_stable_offset}): {why}", self.path, i * TXN_ENTRY_SIZE)
+            previous = txn.last_offset
 
     def collect_aborted(self, fetch_offset: int, upper_bound: int) -> tuple[list[AbortedTxn], bool]:
         """(entries overlapping [fetch_offset, upper_bound), whether the search may stop here).
