@@ -76,3 +76,23 @@ def test_a_complete_set_needs_no_maven(empty_cache, monkeypatch):
     (folder / jars.COMPLETE).write_text("a.jar\n")
     monkeypatch.setenv("PATH", str(empty_cache))
     assert jars.jar_paths("spark-kafka") == [folder / "a.jar"]
+
+
+FETCHING_MVN = """#!/bin/sh
+for arg in "$@"; do case "$arg" in -Djars.root=*) root="${arg#-Djars.root=}";; esac; done
+echo "[INFO] Downloading from central: https://repo.example/a/a.jar"
+echo "[INFO] Downloaded from central: https://repo.example/a/a.jar (2.5 MB at 9 MB/s)"
+echo "[INFO] Downloaded from central: https://repo.example/b/b.pom (512 B at 1 MB/s)"
+mkdir -p "$root/spark-kafka-4.2.0" && echo jar > "$root/spark-kafka-4.2.0/a.jar"
+"""
+
+
+def test_a_fetch_counts_what_maven_downloaded(empty_cache, monkeypatch, capsys):
+    bin_dir = empty_cache / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "mvn").write_text(FETCHING_MVN)
+    (bin_dir / "mvn").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin:/bin")
+    assert [p.name for p in jars.jar_paths("spark-kafka")] == ["a.jar"]
+    assert "(2 files, 2.5 MB downloaded)" in capsys.readouterr().err
+    assert jars.is_complete("spark-kafka")

@@ -154,7 +154,8 @@ def _run_maven(jar_set: JarSet, out: Path) -> None:
     size = sum((out / j).stat().st_size for j in jars) / 1e6
     (out / COMPLETE).write_text("".join(j + "\n" for j in jars))
     _say(f"jar set {jar_set.folder}: {len(jars)} jars, {size:.1f} MB, in "
-         f"{time.monotonic() - started:.1f} s -> {out}")
+         f"{time.monotonic() - started:.1f} s ({progress.files} files, "
+         f"{progress.megabytes:.1f} MB downloaded) -> {out}")
 
 
 _UNREACHABLE = ("Unknown host", "UnknownHostException", "Network is unreachable",
@@ -173,7 +174,9 @@ def _maven_failure(jar_set: JarSet, output: list[str]) -> str:
     return f"Maven failed to fetch jar set {jar_set.folder} (profile {jar_set.profile}):\n{tail}"
 
 
-_DOWNLOADED = re.compile(r"^Downloaded from \S+: \S+ \((\d+(?:\.\d+)?) (B|kB|MB|GB) at")
+# Batch mode (-B) prefixes Maven's lines with the level: "[INFO] Downloaded from central: ..."
+_DOWNLOADED = re.compile(
+    r"^(?:\[INFO\] )?Downloaded from \S+: \S+ \((\d+(?:\.\d+)?) (B|kB|MB|GB) at")
 _UNITS = {"B": 1e-6, "kB": 1e-3, "MB": 1.0, "GB": 1e3}
 
 
