@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 import json
-from typing import TextIO
+from typing import Callable, TextIO
 
 from ..errors import BadOptionError
 from ..format.batch import INT32_MAX
@@ -46,8 +46,8 @@ class DumpProblems:
         group.setdefault(path, []).append(pair)
 
     def write(self, err: TextIO) -> None:
-        # Kafka prepends index mismatches and non-consecutive pairs to Scala lists, so each
-        # file's pairs come out last-found first; the time-index groups keep discovery order.
+        # DumpLogSegments 4.4 keeps index mismatches last-found first (it prepends to a list);
+        # every other group keeps discovery order.
         for path, pairs in self.index_mismatches.items():
             err.write(f"Mismatches in :{path}\n")
             err.writelines(f"  Index offset: {i}, log offset: {o}\n" for i, o in reversed(pairs))
@@ -58,23 +58,32 @@ class DumpProblems:
             err.write(f"Found out of order timestamp in :{path}\n")
             err.writelines(f"  Index timestamp: {i}, Previously indexed timestamp: {p}\n"
                            for i, p in pairs)
-        for pairs in self.time_not_found.values():
-            err.write("The following indexed offsets are not found in the log.\n")
+        for path, pairs in self.time_not_found.items():
+            err.write(f"The following indexed offsets are not found in :{path}\n")
             err.writelines(f"Indexed offset: {i}, found log offset: {o}\n" for i, o in pairs)
         for path, pairs in self.non_consecutive.items():
             err.write(f"Non-consecutive offsets in {path}\n")
-            err.writelines(f"  {a} is followed by {b}\n" for a, b in reversed(pairs))
+            err.writelines(f"  {a} is followed by {b}\n" for a, b in pairs)
 
 
 class Dumper:
-    """The output of a dump: lines (or JSON objects) on `out`, Kafka's problem report on `err`."""
+    """The output of a dump: lines (or JSON objects) on `out`, Kafka's problem report on `err`;
+    `progress` is told the bytes of each batch or file done (a progress bar, or nothing)."""
 
-    def __init__(self, options: DumpOptions, out: TextIO, err: TextIO, config=None):
+    def __init__(self, options: DumpOptions, out: TextIO, err: TextIO, config=None,
+                 progress: Callable[[int], None] | None = None):
         self.options = options
         self.config = config  # a StoreConfig for URIs (None: the stores' own defaults)
         self.out = out
         self.err = err
         self.problems = DumpProblems()
+        self._progress = progress
+        self.done = 0   # bytes of the files dumped so far
+
+    def advance(self, nbytes: int) -> None:
+        self.done += nbytes
+        if self._progress is not None:
+            self._progress(nbytes)
 
     def line(self, text: str) -> None:
         if not self.options.json:

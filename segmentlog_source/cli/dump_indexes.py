@@ -169,14 +169,16 @@ def dump_snapshot(d: Dumper, fs, path: str, shown: str) -> None:
         text = (f"producerId: {e.producer_id} producerEpoch: {e.producer_epoch} coordinatorEpoch: "
                 f"{e.coordinator_epoch} currentTxnFirstOffset: "
                 f"{f'OptionalLong[{txn}]' if txn >= 0 else 'OptionalLong.empty'} "
-                f"lastTimestamp: {e.last_timestamp} ")  # Kafka's trailing space
+                f"lastTimestamp: {e.last_timestamp}")
         batch = {"firstSequence": None, "lastSequence": None, "lastOffset": None,
                  "offsetDelta": None, "timestamp": None}
         if e.last_offset >= 0:  # a snapshot entry with lastOffset -1 has no batch metadata
             batch = {"firstSequence": first_sequence(e.last_sequence, e.offset_delta),
                      "lastSequence": e.last_sequence, "lastOffset": e.last_offset,
                      "offsetDelta": e.offset_delta, "timestamp": e.last_timestamp}
-            text += " ".join(f"{k}: {v}" for k, v in batch.items())
+            # Kafka 4.3+ prints the space before these only when they follow (4.2 always
+            # ended the line with it)
+            text += " " + " ".join(f"{k}: {v}" for k, v in batch.items())
         d.line(text)
         d.obj("producer", producerId=e.producer_id, producerEpoch=e.producer_epoch,
               coordinatorEpoch=e.coordinator_epoch,

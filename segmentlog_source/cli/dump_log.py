@@ -1,13 +1,14 @@
 """`segmentlog dump` of `.log` files and KRaft `.checkpoint` snapshots: batch and record lines.
 
-The text formats are DumpLogSegments' (spec §10.2), 4.0 Scala flavour: a `Log starting offset:`
-header, `deleteHorizonMs: OptionalLong...` in every v2 batch line, and the stray `}` that ends a
-legacy record line. The file is read in bounded chunks by storage's EntryScan, from whichever
-file system serves it (local, or an object store for a URI).
+The text formats are those of DumpLogSegments 4.4 (spec §10.2 describes 4.0's; 4.3 and 4.4
+dropped the stray `}` that ended a legacy record line, and print a payload after `| ` when
+--skip-record-metadata leaves a null key out). The file is read in bounded chunks by storage's
+EntryScan, from whichever file system serves it (local, or an object store for a URI).
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import re
@@ -18,8 +19,8 @@ from ..format.batch import (INT32_MAX, LOG_OVERHEAD, MIN_LEGACY_MESSAGE_SIZE, TI
                             BatchHeader, iter_headers)
 from ..format.codecs import decompress
 from ..format.control import (ABORT, COMMIT, CONTROL_TYPE_NAMES, KRAFT_VERSION, KRAFT_VOTERS,
-                              SNAPSHOT_FOOTER, SNAPSHOT_HEADER, parse_control_key,
-                              parse_end_txn_marker)
+                              LEADER_CHANGE, SNAPSHOT_FOOTER, SNAPSHOT_HEADER,
+                              parse_control_key, parse_end_txn_marker)
 from ..format.record_decoder import decode_batch
 from ..storage.log.entry_scan import EntryScan
 from .dump_context import Dumper
@@ -40,6 +41,26 @@ def java_absolute(shown: str) -> str:
     """`File.getAbsolutePath`: the working directory prepended, nothing else resolved (a URI is
     already absolute)."""
     return shown if shown.startswith("/") or "://" in shown else f"{os.getcwd()}/{shown}"
+
+
+def _java_replace(err: UnicodeDecodeError) -> tuple[str, int]:
+    """Java's `new String(bytes, UTF_8)` replaces what Python's "replace" does, one U+FFFD per
+    malformed piece, except for an encoded surrogate (ED A0..BF): Java reads ED and the next
+    byte, and a continuation byte after them, as one piece; Python replaces each byte."""
+    data, start = err.object, err.start
+    if data[start] == 0xED and start + 1 < len(data) and 0xA0 <= data[start + 1] <= 0xBF:
+        if start + 2 < len(data) and data[start + 2] & 0xC0 == 0x80:
+            return "\ufffd", start + 3
+        return "\ufffd", start + 2
+    return "\ufffd", err.end
+
+
+codecs.register_error("segmentlog.java-replace", _java_replace)
+
+
+def java_utf8(data) -> str:
+    """`new String(data, StandardCharsets.UTF_8)`, character for character."""
+    return bytes(data).decode("utf-8", "segmentlog.java-replace")
 
 
 def java_bool(value: bool) -> str:
@@ -68,6 +89,7 @@ def dump_log(d: Dumper, fs, path: str, shown: str) -> None:
             header = records.header  # a legacy wrapper's base offset is its first inner one
         d.line(batch_line(header, valid))
         d.obj("batch", **batch_fields(header, valid))
+        d.advance(header.size)
         if not opts.deep:
             continue
         inner = _legacy_inner_checks(header, entry, valid)
@@ -214,21 +236,22 @@ def _record(d: Dumper, h: BatchHeader, record, legacy_check: tuple[int, bool] | 
             text += f" sequence: {sequence} headerKeys: [{','.join(fields['headerKeys'])}]"
         else:
             fields["crc"], fields["isValid"] = legacy_check
-            text += f" isValid: {java_bool(legacy_check[1])} crc: {legacy_check[0]}}}"
+            text += f" isValid: {java_bool(legacy_check[1])} crc: {legacy_check[0]}"
         if h.is_control:
             text += _control(record, fields)
         prefix = " "
     elif h.is_control:
         _control(record, fields)
     if opts.print_data_log and not h.is_control:
-        # Kafka's default StringDecoder: UTF-8, malformed input replaced.
-        key = None if record.key is None else record.key.decode("utf-8", "replace")
-        value = None if record.value is None else record.value.decode("utf-8", "replace")
+        # Kafka's default StringDecoder: UTF-8, malformed input replaced (as Java replaces it).
+        key = None if record.key is None else java_utf8(record.key)
+        value = None if record.value is None else java_utf8(record.value)
         fields["key"], fields["payload"] = key, value
         if key is not None:
             text += f"{prefix}key: {key}"
+            prefix = " "
         if value is not None:
-            text += f" payload: {value}"
+            text += f"{prefix}payload: {value}"
     d.line(text)
     d.obj("record", **fields)
 
@@ -241,6 +264,10 @@ def _control(record, fields: dict) -> str:
         epoch = parse_end_txn_marker(record.value)[1]
         fields["coordinatorEpoch"] = epoch
         return f" endTxnMarker: {CONTROL_TYPE_NAMES[type_id]} coordinatorEpoch: {epoch}"
+    if type_id == LEADER_CHANGE and record.value is not None:
+        change = _leader_change(record.value)
+        fields["control"] = change
+        return f" LeaderChange: {_jackson(change)}"   # Kafka 4.4 prints this one with a colon
     kraft = _kraft_json(type_id, record.value)
     if kraft is not None:
         fields["control"] = kraft
@@ -271,6 +298,49 @@ def _kraft_json(type_id: int, value) -> dict | None:
     elif type_id == KRAFT_VERSION:
         out["kRaftVersion"] = _INT16.unpack_from(value, 2)[0]
     return out
+
+
+def _leader_change(value) -> dict:
+    """A KRaft LeaderChange control record (the first record of each leader's epoch in
+    __cluster_metadata), as Kafka's JSON converter prints it. Its schema is flexible from
+    version 0: compact arrays (unsigned varint length + 1) and a tagged-field count after every
+    struct, which Kafka does not print."""
+    pos = 0
+
+    def take(fmt: str) -> int:
+        nonlocal pos
+        if pos + struct.calcsize(fmt) > len(value):
+            raise CorruptDataError(f"LeaderChange control record value ends at byte {pos}")
+        (out,) = struct.unpack_from(fmt, value, pos)
+        pos += struct.calcsize(fmt)
+        return out
+
+    def uvarint() -> int:
+        shift = out = 0
+        while True:
+            byte = take(">B")
+            out |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return out
+            shift += 7
+
+    def skip_tagged_fields() -> None:
+        nonlocal pos
+        for _ in range(uvarint()):
+            uvarint()            # tag
+            pos += uvarint()     # size, then the field's bytes
+
+    def voters() -> list[dict]:
+        out = []
+        for _ in range(max(uvarint() - 1, 0)):
+            out.append({"voterId": take(">i")})
+            skip_tagged_fields()
+        return out
+
+    change = {"version": take(">h"), "leaderId": take(">i")}
+    change["voters"] = voters()
+    change["grantingVoters"] = voters()
+    return change
 
 
 def _jackson(obj: dict) -> str:

@@ -1,8 +1,8 @@
 """`segmentlog generate`: write a synthetic multi-topic Kafka data directory, deterministically.
 
-Records are made as columns (numpy) and encoded by format/record_encoder.py's columnar encoder; batches
-go through `PartitionLog.append`, so segments, rolls, indexes, producer snapshots and checkpoints
-are exactly what a leader broker writes. Equal arguments (seed included) give equal bytes.
+Batches are appended as a leader broker appends them, so segments, rolls, indexes, producer
+snapshots and checkpoints are what a broker writes. Equal arguments (seed included) give equal
+bytes.
 
 Per topic, `records` records are spread over its partitions as a producer would: by the murmur2
 hash of the key (Kafka's default partitioner), or, for null keys (--key-size 0), a batch at a
@@ -21,11 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import hashlib
 import re
-import sys
 import uuid
 
 import numpy as np
-from tqdm import tqdm
 
 from ..errors import BadOptionError
 from ..format.arrow import binary_array
@@ -39,6 +37,7 @@ from ..storage.io.filesystem import filesystem_for
 from ..storage.log.data_dir import check_writable, partition_dir, topic_id_of
 from ..storage.log.log_config import LogConfig
 from ..storage.log.partition_log import PartitionLog
+from .progress import Progress, show_bar
 
 HELP = "write a synthetic Kafka log directory (deterministic for a seed)"
 DEFAULT_START_TIMESTAMP = 1_700_000_000_000  # 2023-11-14T22:13:20Z, as the fixtures use
@@ -103,8 +102,10 @@ class GeneratedLog:
         return sum(self.records.values())
 
 
-def generate_log(path: str, progress: bool = False, **options) -> GeneratedLog:
+def generate_log(path: str, progress: bool = False, quiet: bool = False,
+                 **options) -> GeneratedLog:
     """Write a data directory at `path` (created if needed); options as GenerateOptions.
+    A progress bar is drawn on a terminal unless `quiet`, and anywhere with `progress`.
 
     Partitions that already exist are appended to (a topic keeps its topic id); a path that is
     neither missing, empty nor a Kafka data directory is refused, and so is a URI of a store
@@ -120,7 +121,8 @@ def generate_log(path: str, progress: bool = False, **options) -> GeneratedLog:
     config = LogConfig(segment_bytes=opts.segment_bytes, fsync="none")
     fs.makedirs(path)
     result = GeneratedLog(path)
-    bar = _progress_bar(opts.records * len(opts.topics), progress)
+    bar = Progress(opts.records * len(opts.topics), "generate", unit="rec",
+                   shown=show_bar(quiet, force=progress))
     try:
         for t, topic in enumerate(opts.topics):
             # A new topic's id is derived from the seed, so that equal runs write equal bytes.
@@ -139,11 +141,6 @@ def generate_log(path: str, progress: bool = False, **options) -> GeneratedLog:
     finally:
         bar.close()
     return result
-
-
-def _progress_bar(total: int, show: bool):
-    return tqdm(total=total, unit="rec", unit_scale=True, desc="generate",
-                disable=not (show or sys.stderr.isatty()))
 
 
 class _Rows:
@@ -353,19 +350,30 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seed", type=int, default=d.seed, metavar="N",
                         help="equal seeds (and options) write equal bytes")
     parser.add_argument("--progress", action="store_true",
-                        help="show a progress bar even when stderr is not a terminal")
+                        help="show a progress bar even when stdout or stderr is not a terminal")
 
 
 def run(args) -> int:
-    generated = generate_log(   # refuses a store URI before writing anything
-        args.path, progress=args.progress, topics=[t for t in args.topics.split(",") if t],
-        partitions=args.partitions, records=args.records, codec=args.codec,
-        key_size=args.key_size, value_size=args.value_size, headers=args.headers,
-        start_timestamp=args.start_timestamp, timestamp_step_ms=args.timestamp_step_ms,
-        timestamp_jitter_ms=args.timestamp_jitter_ms, segment_bytes=args.segment_bytes,
-        records_per_batch=args.records_per_batch, transactions=args.transactions, seed=args.seed)
+    try:
+        generated = _generate(args)
+    except BadOptionError as err:
+        if err.name not in GenerateOptions.__dataclass_fields__:
+            raise
+        # the same fact, under the name the user typed
+        raise BadOptionError("--" + err.name.replace("_", "-"), err.value, err.reason) from None
     fs, path = filesystem_for(args.path)   # local: generate_log wrote there
     for name, count in generated.records.items():
         print(f"{fs.join(path, name)}: {count} records, log end offset "
               f"{generated.log_end_offsets[name]}")
     return 0
+
+
+def _generate(args) -> GeneratedLog:
+    return generate_log(   # refuses a store URI before writing anything
+        args.path, progress=args.progress, quiet=getattr(args, "quiet", False),
+        topics=[t for t in args.topics.split(",") if t], partitions=args.partitions,
+        records=args.records, codec=args.codec, key_size=args.key_size,
+        value_size=args.value_size, headers=args.headers,
+        start_timestamp=args.start_timestamp, timestamp_step_ms=args.timestamp_step_ms,
+        timestamp_jitter_ms=args.timestamp_jitter_ms, segment_bytes=args.segment_bytes,
+        records_per_batch=args.records_per_batch, transactions=args.transactions, seed=args.seed)

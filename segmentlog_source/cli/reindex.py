@@ -1,5 +1,5 @@
 """`segmentlog reindex`: rebuild each segment's `.index`, `.timeindex` and `.txnindex` from its
-`.log`, with the broker's recovery algorithm (LogSegment.recover, spec §4.5, storage/log/log_loader.py).
+`.log`, as the broker's recovery does (Kafka's LogSegment.recover).
 
 Files are replaced atomically (written to a temporary file, then renamed), under the partition's
 writer lock. The broker's recovery would also truncate a `.log` at its first invalid byte and
@@ -31,7 +31,8 @@ from ..storage.log_files import LEADER_EPOCH_CHECKPOINT, PARTITION_LOCK
 from ..storage.txn.producer_state_manager import (ProducerStateManager, read_snapshot,
                                                   snapshot_offsets, snapshot_path)
 from ..storage.txn.transaction_index import TXN_ENTRY_SIZE
-from .verify import partition_dirs
+from .progress import Progress, show_bar
+from .verify import log_bytes, partition_dirs
 
 HELP = "rebuild the .index, .timeindex and .txnindex of every segment from its .log"
 
@@ -50,9 +51,9 @@ class RebuiltSegment:
 
 
 def reindex_partition(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
-                      out=None, fs=None) -> list[RebuiltSegment]:
+                      out=None, fs=None, progress=None) -> list[RebuiltSegment]:
     """Rebuild the indexes of every segment of one partition directory (`fs` serves it; None:
-    the one its path names).
+    the one its path names). `progress` is called with the bytes of each segment done.
 
     Raises CorruptDataError (naming the file and byte) for the first segment whose `.log` the
     broker's recovery would cut; the segments before it are rebuilt, it and later ones are not.
@@ -85,6 +86,8 @@ def reindex_partition(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_IN
             rebuilt.append(done)
             if out is not None:
                 print(done.describe(), file=out, flush=True)
+            if progress is not None:
+                progress(segment.size)
     finally:
         lock.release()
     return rebuilt
@@ -106,8 +109,8 @@ def _producer_state_at(log: PartitionLog) -> ProducerStateManager:
     base = log.segments[0].base_offset
     if base in snapshot_offsets(log.directory, log.fs):
         try:
-            return ProducerStateManager(read_snapshot(snapshot_path(log.directory, base, log.fs), log.fs),
-                                 base)
+            snapshot = read_snapshot(snapshot_path(log.directory, base, log.fs), log.fs)
+            return ProducerStateManager(snapshot, base)
         except CorruptDataError:
             pass  # the broker also ignores an unreadable snapshot and starts from nothing
     return ProducerStateManager(map_end_offset=base)
@@ -163,11 +166,15 @@ def run(args) -> int:
         fs, path = filesystem_for(given, config)
         fs.ensure_writable(path)
     failed = False
-    for part in partition_dirs(args.paths, config):
-        try:
-            reindex_partition(part.path, index_interval_bytes=args.index_interval_bytes,
-                              out=sys.stdout, fs=part.fs)
-        except CorruptDataError as err:
-            print(f"segmentlog: {err}", file=sys.stderr, flush=True)
-            failed = True
+    parts = partition_dirs(args.paths, config)
+    shown = show_bar(getattr(args, "quiet", False))
+    with Progress(sum(map(log_bytes, parts)) if shown else 0, "reindex", shown=shown) as progress:
+        out, err_out = progress.around_bar(sys.stdout), progress.around_bar(sys.stderr)
+        for part in parts:
+            try:
+                reindex_partition(part.path, index_interval_bytes=args.index_interval_bytes,
+                                  out=out, fs=part.fs, progress=progress.update)
+            except CorruptDataError as err:
+                print(f"segmentlog: {err}", file=err_out, flush=True)
+                failed = True
     return 1 if failed else 0

@@ -10,7 +10,7 @@ entry that names no ABORT marker.
 Warnings (exit status 0 unless --strict) are differences that brokers legitimately produce:
 index entries DumpLogSegments --verify-index-only would report as mismatches, indexes of closed
 segments that differ from the ones rebuilt from the `.log` (follower, cleaner or restarted
-segments, spec §4.5), and missing index files (the broker rebuilds them at load).
+segments), and missing index files (the broker rebuilds them at load).
 
 A path may be a URI (s3://bucket/kafka-logs, with --fs-option for the store): the tree is listed
 once, then read with ranged reads; nothing is written, and problems name the objects.
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from array import array
 import bisect
-from dataclasses import dataclass, field
+import sys
 
 import numpy as np
 
@@ -36,92 +36,15 @@ from ..storage.log.offset_index import OffsetIndex
 from ..storage.log.partition_log import PartitionLog
 from ..storage.log.segment_indexer import rebuild_indexes
 from ..storage.log.time_index import TimeIndex
-from ..storage.log_files import INDEX_SUFFIXES, LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA, kind_of
+from ..storage.log_files import (INDEX_SUFFIXES, LEADER_EPOCH_CHECKPOINT, LOG_SUFFIX,
+                                 PARTITION_METADATA, kind_of)
 from ..storage.txn.producer_state_manager import (checked_end_txn_marker, read_snapshot,
                                                    snapshot_offsets, snapshot_path)
 from ..storage.txn.transaction_index import TXN_ENTRY_SIZE
+from .progress import Progress, show_bar
+from .verify_report import PartitionReport, Reporter
 
 HELP = "check every segment and index of partition directories; exit 1 on any error"
-MAX_REPORTS_PER_KIND = 5  # per file: a broken index can disagree with the log a million times
-
-
-@dataclass
-class Problem:
-    severity: str  # "error" or "warning"
-    path: str
-    position: int | None
-    message: str
-
-    def __str__(self) -> str:
-        where = self.path if self.position is None else f"{self.path} at byte {self.position}"
-        return f"{self.severity}: {where}: {self.message}"
-
-
-@dataclass
-class PartitionReport:
-    name: str
-    path: str
-    segments: int = 0
-    batches: int = 0
-    records: int = 0
-    first_offset: int | None = None
-    last_offset: int | None = None
-    size: int = 0
-    problems: list[Problem] = field(default_factory=list)
-
-    @property
-    def errors(self) -> list[Problem]:
-        return [p for p in self.problems if p.severity == "error"]
-
-    @property
-    def warnings(self) -> list[Problem]:
-        return [p for p in self.problems if p.severity == "warning"]
-
-    def summary(self) -> str:
-        offsets = ("no records" if self.first_offset is None
-                   else f"offsets {self.first_offset}..{self.last_offset}")
-        text = (f"{self.path}: {_count(self.segments, 'segment')}, "
-                f"{_count(self.batches, 'batch')}, {_count(self.records, 'record')}, {offsets}, "
-                f"{_count(self.size, 'byte')}")
-        counts = [_count(len(group), word)
-                  for group, word in ((self.errors, "error"), (self.warnings, "warning")) if group]
-        status = "FAIL" if self.errors else "ok  "
-        return f"{status} {text}" + (f": {', '.join(counts)}" if counts else "")
-
-
-def _count(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}{'es' if word.endswith('ch') else 's'}"
-
-
-class _Reporter:
-    """Problems of one partition; repeated kinds of problem in one file are counted, not listed."""
-
-    def __init__(self, report: PartitionReport):
-        self.report = report
-        self._seen: dict[tuple[str, str, str], int] = {}
-
-    def add(self, severity: str, path: str, position: int | None, message: str,
-            kind: str | None = None) -> None:
-        key = (severity, path, kind or message)
-        count = self._seen[key] = self._seen.get(key, 0) + 1
-        if count <= MAX_REPORTS_PER_KIND:
-            self.report.problems.append(Problem(severity, path, position, message))
-
-    def error(self, path, position, message, kind=None):
-        self.add("error", path, position, message, kind)
-
-    def warning(self, path, position, message, kind=None):
-        self.add("warning", path, position, message, kind)
-
-    def located(self, err: CorruptDataError, path: str) -> None:
-        self.error(err.path or path, err.position, err.reason)
-
-    def finish(self) -> None:
-        for (severity, path, kind), count in self._seen.items():
-            if count > MAX_REPORTS_PER_KIND:
-                self.report.problems.append(Problem(
-                    severity, path, None, f"... and {count - MAX_REPORTS_PER_KIND} more like "
-                    f"the above ({kind})"))
 
 
 class _SegmentBatches:
@@ -154,6 +77,13 @@ def partition_dirs(paths: list[str], config=None) -> list[PartitionDir]:
     return [p for path in paths for p in find_partitions(path, config=config)]
 
 
+def log_bytes(part: PartitionDir) -> int:
+    """The bytes of a partition's `.log` files, from its listing (a progress bar's total)."""
+    fs = part.fs
+    return sum(fs.size(fs.join(part.path, name)) for name in fs.list_dir(part.path)
+               if (kind_of(name) or (None, None))[1] == LOG_SUFFIX)
+
+
 def verify_paths(paths: list[str], *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
                  config=None) -> list[PartitionReport]:
     return [verify_partition(p.path, index_interval_bytes=index_interval_bytes, fs=p.fs)
@@ -161,9 +91,10 @@ def verify_paths(paths: list[str], *, index_interval_bytes: int = DEFAULT_INDEX_
 
 
 def verify_partition(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
-                     fs=None) -> PartitionReport:
+                     fs=None, progress=None) -> PartitionReport:
     """Check one partition directory; `fs` serves it (None: the one its path names). Every
-    problem is reported against the file it is in, and checking goes on past it."""
+    problem is reported against the file it is in, and checking goes on past it. `progress`
+    is called with the bytes of each segment checked."""
     opened = []
     try:
         log = PartitionLog.open(path, fs)
@@ -171,7 +102,7 @@ def verify_partition(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INT
         opened.append(err)
         log = PartitionLog.open(path, fs, read_log_start_checkpoint=False)
     report = PartitionReport(log.name, path, segments=len(log.segments))
-    problems = _Reporter(report)
+    problems = Reporter(report)
     for err in opened:
         problems.located(err, path)
     snapshots = _check_small_files(log, problems)
@@ -180,6 +111,8 @@ def verify_partition(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INT
     following = [s.base_offset for s in log.segments[1:]] + [None]
     for segment, next_base in zip(log.segments, following):
         batches = checker.check_segment(segment, next_base)
+        if progress is not None:
+            progress(segment.size)
         if segment.active and batches.complete:
             leo = batches.last_offsets[-1] + 1 if batches.last_offsets else segment.base_offset
         # A closed segment's indexes are final; so are the active one's after a clean close,
@@ -196,7 +129,7 @@ def verify_partition(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INT
     return report
 
 
-def _check_small_files(log: PartitionLog, problems: _Reporter) -> list[int]:
+def _check_small_files(log: PartitionLog, problems: Reporter) -> list[int]:
     fs, directory = log.fs, log.directory
     snapshots = snapshot_offsets(directory, fs)
     for offset in snapshots:
@@ -223,7 +156,7 @@ def _check_small_files(log: PartitionLog, problems: _Reporter) -> list[int]:
 class _LogChecker:
     """Scans every batch of every segment, in order, keeping the previous batch's last offset."""
 
-    def __init__(self, log: PartitionLog, report: PartitionReport, problems: _Reporter):
+    def __init__(self, log: PartitionLog, report: PartitionReport, problems: Reporter):
         self.report = report
         self.problems = problems
         try:
@@ -312,7 +245,7 @@ class _LogChecker:
 
 
 def _check_indexes(segment: LogSegment, batches: _SegmentBatches, closed: bool, snapshots,
-                   interval: int, problems: _Reporter) -> None:
+                   interval: int, problems: Reporter) -> None:
     fs = segment.fs
     missing = [p for p in (segment.index_path, segment.time_index_path) if not fs.exists(p)]
     if missing:
@@ -337,7 +270,7 @@ def _check_indexes(segment: LogSegment, batches: _SegmentBatches, closed: bool, 
         problems.located(err, segment.txn_index_path)
 
 
-def _open_index(cls, path: str, segment: LogSegment, closed: bool, problems: _Reporter):
+def _open_index(cls, path: str, segment: LogSegment, closed: bool, problems: Reporter):
     if not segment.fs.exists(path):
         return None
     try:
@@ -355,7 +288,7 @@ def _open_index(cls, path: str, segment: LogSegment, closed: bool, problems: _Re
     return index
 
 
-def _check_offset_entries(index: OffsetIndex, batches: _SegmentBatches, problems: _Reporter,
+def _check_offset_entries(index: OffsetIndex, batches: _SegmentBatches, problems: Reporter,
                           live: bool = False):
     scanned_end = batches.positions[-1] if batches.positions else 0
     last = batches.last_offsets[-1] if batches.last_offsets else None
@@ -386,7 +319,7 @@ def _check_offset_entries(index: OffsetIndex, batches: _SegmentBatches, problems
                              kind="index mismatch")
 
 
-def _check_time_entries(index: TimeIndex, batches: _SegmentBatches, problems: _Reporter,
+def _check_time_entries(index: TimeIndex, batches: _SegmentBatches, problems: Reporter,
                         live: bool = False):
     last_offsets = batches.last_offsets
     for i in range(len(index)):
@@ -416,7 +349,7 @@ def _check_time_entries(index: TimeIndex, batches: _SegmentBatches, problems: _R
 
 
 def _compare_with_rebuilt(segment: LogSegment, offset_index: OffsetIndex, time_index: TimeIndex,
-                          snapshots, interval: int, problems: _Reporter) -> None:
+                          snapshots, interval: int, problems: Reporter) -> None:
     headers = (h for h, _ in segment.iter_headers(allow_torn_tail=True))
     # Producer snapshots inside the segment mark broker restarts, which add entries (§4.5).
     try:
@@ -438,7 +371,7 @@ def _compare_with_rebuilt(segment: LogSegment, offset_index: OffsetIndex, time_i
                              "cleaner and restarted segments")
 
 
-def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: _Reporter,
+def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: Reporter,
                      closed: bool = True) -> None:
     fs, path = segment.fs, segment.txn_index_path
     if not fs.exists(path):
@@ -497,11 +430,15 @@ def run(args) -> int:
         raise BadOptionError("--index-interval-bytes", args.index_interval_bytes,
                              f"must be between 0 and {INT32_MAX}")
     failed = False
-    for part in partition_dirs(args.paths, getattr(args, "store_config", None)):
-        report = verify_partition(part.path, index_interval_bytes=args.index_interval_bytes,
-                                  fs=part.fs)
-        print(report.summary(), flush=True)
-        for problem in report.problems:
-            print(f"  {problem}")
-        failed |= bool(report.errors or (args.strict and report.warnings))
+    parts = partition_dirs(args.paths, getattr(args, "store_config", None))
+    shown = show_bar(getattr(args, "quiet", False))
+    with Progress(sum(map(log_bytes, parts)) if shown else 0, "verify", shown=shown) as progress:
+        out = progress.around_bar(sys.stdout)
+        for part in parts:
+            report = verify_partition(part.path, index_interval_bytes=args.index_interval_bytes,
+                                      fs=part.fs, progress=progress.update)
+            print(report.summary(), file=out, flush=True)
+            for problem in report.problems:
+                print(f"  {problem}", file=out)
+            failed |= bool(report.errors or (args.strict and report.warnings))
     return 1 if failed else 0

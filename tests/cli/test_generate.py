@@ -138,13 +138,13 @@ def test_progress_bar_on_request(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--partitions", "0"], "segmentlog: option partitions=0: must be between 1 and 10000"),
-    (["--partitions", "2000000"], "segmentlog: option partitions=2000000: must be between"),
-    (["--value-size", str(2**40)], "segmentlog: option value_size=1099511627776: must be"),
-    (["--records-per-batch", "0"], "segmentlog: option records_per_batch=0: must be between"),
-    (["--topics", "no spaces"], "segmentlog: option topics='no spaces': a topic name is"),
-    (["--topics", "a,a"], "segmentlog: option topics='a,a': give distinct topic names"),
-    (["--segment-bytes", "10"], "segmentlog: option segment_bytes=10: must be between"),
+    (["--partitions", "0"], "segmentlog: option --partitions=0: must be between 1 and 10000"),
+    (["--partitions", "2000000"], "segmentlog: option --partitions=2000000: must be between"),
+    (["--value-size", str(2**40)], "segmentlog: option --value-size=1099511627776: must be"),
+    (["--records-per-batch", "0"], "segmentlog: option --records-per-batch=0: must be between"),
+    (["--topics", "no spaces"], "segmentlog: option --topics='no spaces': a topic name is"),
+    (["--topics", "a,a"], "segmentlog: option --topics='a,a': give distinct topic names"),
+    (["--segment-bytes", "10"], "segmentlog: option --segment-bytes=10: must be between"),
 ])
 def test_bad_options_are_one_line(tmp_path, args, message):
     result = run_cli("generate", tmp_path / "d", *args)

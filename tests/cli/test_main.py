@@ -9,7 +9,7 @@ from tests.cli.helpers import run_cli
 def test_help_lists_the_commands():
     result = run_cli("--help")
     assert result.returncode == 0
-    for command in ("dump", "verify", "reindex", "generate"):
+    for command in ("dump", "verify", "reindex", "generate", "stats", "explain"):
         assert command in result.stdout
 
 
@@ -35,4 +35,5 @@ def test_a_log_that_is_not_a_log(tmp_path):
     result = run_cli("dump", "--files", log)
     assert result.returncode == 2
     assert result.stderr == (f"segmentlog: {log} at byte 0: record size 0 is smaller than the "
-                             "minimum record overhead (14)\n")
+                             "minimum record overhead (14) (`segmentlog verify DIR` for a full "
+                             "report)\n")
