@@ -142,20 +142,35 @@ def spark_session():
     active = SparkSession.getActiveSession()
     if active is not None:   # e.g. left by another bench: start clean, with our settings
         active.stop()
-    spark = (SparkSession.builder.master("local[2]")
-             .appName("segmentlog-bench")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.driver.memory", "3g")
-             .getOrCreate())
+    builder = (SparkSession.builder.master("local[2]")
+               .appName("segmentlog-bench")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.driver.memory", "3g"))
+    kafka_jars = _spark_kafka_jars()
+    if kafka_jars:   # bench/kafka_peer.py's format("kafka"); only a JVM's first session reads it
+        builder = builder.config("spark.jars", ",".join(kafka_jars))
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     import segmentlog_source
 
     segmentlog_source.register(spark)
     _SPARK = spark
     return spark
+
+
+def _spark_kafka_jars() -> list[str]:
+    """Spark's Kafka connector from the jar cache (`make bench` fetches it first); [] when it
+    cannot be had, and then only bench/kafka_peer.py fails, saying so."""
+    from segmentlog_source.devtools.kafka import jars
+
+    try:
+        return [str(p) for p in jars.jar_paths("spark-kafka")]
+    except (jars.JarsUnavailable, OSError) as err:
+        print(f"no Spark Kafka connector: {err}", file=sys.stderr)
+        return []
 
 
 def stop_spark() -> None:
