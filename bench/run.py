@@ -13,6 +13,8 @@ question with the peers side by side), and prints the table. Modules, in order:
     spark_scan  bench/spark_scan.py: full scans vs the ceiling and Parquet
     selective   bench/selective.py: ranges and lookups, 100 MB vs 2 GB, bytes read
     object_store bench/object_store.py: the same queries on 1 GB in S3 (moto), bytes served
+    kafka_peer  bench/kafka_peer.py: Spark's Kafka source and sink through a real broker
+                (5M records produced once, ~2 min) against segmentlog on its log directory
 decoder and writer are optional: missing or failing, they get a "not available" row.
 """
 
@@ -27,9 +29,10 @@ import traceback
 from .chart import draw
 from .common import RESULTS, case, machine_info, stop_spark, unavailable
 
-OURS = ("memory", "spark_scan", "selective", "object_store")
+OURS = ("memory", "spark_scan", "selective", "object_store", "kafka_peer")
 EXTERNAL = ("decoder", "writer")
-ORDER = ("decoder", "writer", "memory", "spark_scan", "selective", "object_store")
+ORDER = ("decoder", "writer", "memory", "spark_scan", "selective", "object_store",
+         "kafka_peer")
 
 
 def external_rows(label: str, result) -> list[dict]:
