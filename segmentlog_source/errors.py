@@ -18,13 +18,17 @@ class CorruptDataError(SegmentLogError):
     (for records inside a batch, the position of the batch).
     """
 
-    def __init__(self, message: str, path: str | None = None, position: int | None = None):
+    def __init__(self, message: str, path: str | None = None, position: int | None = None,
+                 hint: str | None = None):
         self.reason = message
         self.path = path
         self.position = position
+        self.hint = hint
         super().__init__(self._render())
 
     def _render(self) -> str:
+        if self.hint is not None:
+            return self._render_hinted()
         where = ""
         if self.path is not None:
             where = f"{self.path}"
@@ -34,6 +38,19 @@ class CorruptDataError(SegmentLogError):
         elif self.position is not None:
             where = f"at byte {self.position}: "
         return where + self.reason
+
+    def _render_hinted(self) -> str:
+        # A Spark user reads the first line after a long traceback: what is wrong, where, and
+        # what to do, short enough to read at a glance. The file is named there by its last two
+        # parts (<topic>-<partition>/<segment>), which any path may make long; the whole path
+        # follows on the next line.
+        short = None if self.path is None else "/".join(self.path.rstrip("/").split("/")[-2:])
+        where = "" if short is None else short
+        if self.position is not None:
+            where += f" at byte {self.position}" if where else f"at byte {self.position}"
+        first = f"{where}: {self.reason}" if where else self.reason
+        first = f"{first}; {self.hint}"
+        return first if self.path is None else f"{first}\nfile: {self.path}"
 
     def located(self, path: str | None = None, offset: int = 0) -> "CorruptDataError":
         """The same error, placed in a file: `offset` is added to the position.
@@ -45,8 +62,13 @@ class CorruptDataError(SegmentLogError):
         err = type(self)(self.reason, path if path is not None else self.path, position)
         return err
 
+    def hinted(self, hint: str) -> "CorruptDataError":
+        """The same error with what to do, for a Spark user (the reader adds it: the storage
+        layer that raises it does not know which option the reader was given)."""
+        return type(self)(self.reason, self.path, self.position, hint)
+
     def __reduce__(self):
-        return (type(self), (self.reason, self.path, self.position))
+        return (type(self), (self.reason, self.path, self.position, self.hint))
 
 
 class FileChangedError(CorruptDataError):
@@ -55,16 +77,33 @@ class FileChangedError(CorruptDataError):
 
 
 class BadOptionError(SegmentLogError, ValueError):
-    """An option (Spark reader/writer option, CLI flag, config) with an unusable value."""
+    """An option (Spark reader/writer option, CLI flag, config) with an unusable value.
 
-    def __init__(self, name: str, value: object, reason: str):
+    The first line names the option and says what is wrong and what to do; `detail`, when
+    given, follows on the next lines (long lists, the full text of a value). `value` None: the
+    value is not shown (an unknown option's value may be a secret).
+    """
+
+    def __init__(self, name: str, value: object, reason: str, detail: str | None = None):
         self.name = name
         self.value = value
         self.reason = reason
-        super().__init__(f"option {name}={value!r}: {reason}")
+        self.detail = detail
+        given = "" if value is None else f"={_shown(value)}"
+        message = f"option {name}{given}: {reason}"
+        super().__init__(message if detail is None else f"{message}\n{detail}")
 
     def __reduce__(self):
-        return (type(self), (self.name, self.value, self.reason))
+        return (type(self), (self.name, self.value, self.reason, self.detail))
+
+
+# A value longer than this (a JSON map of offsets) is cut in an error's first line.
+_SHOWN_CHARS = 60
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS - 3] + "..."
 
 
 class UnrepresentableValueError(SegmentLogError):

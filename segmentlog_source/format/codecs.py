@@ -70,6 +70,7 @@ _FLG_CONTENT_SIZE, _FLG_CONTENT_CHECKSUM, _FLG_RESERVED = 0x08, 0x04, 0x03
 ZSTD_DEFAULT_LEVEL = 3               # Kafka's default (compression.zstd.level)
 # Levels Kafka accepts (KIP-390); the codec libraries accept the same ranges.
 _LEVELS = {GZIP: range(1, 10), LZ4: range(1, 18), ZSTD: range(-131072, 23)}
+COMPRESSION_LEVELS = _LEVELS         # (public: write options check a level before any task runs)
 
 _UINT32_LE = struct.Struct("<I")
 _INT32_BE = struct.Struct(">i")

@@ -5,8 +5,10 @@ frozen `ReadOptions` and rejects bad values with a BadOptionError naming the opt
 the JSON forms use Kafka's sentinels: -2 = earliest, -1 = latest.
 
 Where Spark's Kafka source is stricter than a directory of logs needs (it requires every
-subscribed partition in a JSON offsets map), partitions missing from the map take the default
-bound (earliest for a start, latest for an end).
+subscribed partition in a JSON offsets map, and one of assign / subscribe / subscribePattern),
+partitions missing from the map take the default bound (earliest for a start, latest for an
+end), and no selector reads every topic under the path. Names are checked first
+(option_names.py): an unknown name is an error, never a silent change of rows.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Mapping
 
 from ..errors import BadOptionError
 from ..storage.io.store_config import DEFAULT_CONFIG, StoreConfig
+from .option_names import Screened, screen
 from .option_values import bool_option, choice_option, int_option
 from .scan_plan import MAX_GROUPS
 from .store_options import parse_store_options
@@ -27,6 +30,10 @@ LATEST = -1
 
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 TIMESTAMP_STRATEGIES = ("error", "latest")
+SELECTORS = ("assign", "subscribe", "subscribePattern")
+# Kafka's internal topics (Topic.isInternal): Spark's subscribePattern never matches them, since
+# the admin client's topic listing leaves them out (ConsumerStrategy.scala:137-138).
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 # topic -> partition -> value; None means "every partition of that topic"
 PartitionMap = Mapping[str, Mapping[int, int]]
@@ -56,6 +63,7 @@ class ReadOptions:
     starting_timestamp_strategy: str = "error"
     fail_on_data_loss: bool = True
     min_partitions: int | None = None
+    max_records_per_partition: int | None = None  # offsets per Spark partition (Spark's meaning)
     max_bytes_per_partition: int = 128 * 1024 * 1024
     isolation_level: str = "read_uncommitted"
     include_headers: bool = False
@@ -63,6 +71,7 @@ class ReadOptions:
     verify_checksums: bool = True
     pushdown: bool = False
     store: StoreConfig = DEFAULT_CONFIG           # the fs.* options (object stores, HDFS)
+    ignored: tuple[str, ...] = ()                 # accepted options of no effect (one warning)
 
     def selects_topic(self, topic: str) -> bool:
         if self.assign is not None:
@@ -70,8 +79,21 @@ class ReadOptions:
         if self.subscribe is not None:
             return topic in self.subscribe
         if self.subscribe_pattern is not None:
-            return re.fullmatch(self.subscribe_pattern, topic) is not None
+            # as Spark's default (admin client) topic listing: the pattern found anywhere in the
+            # name (Regex.findFirstIn, ConsumerStrategy.scala:140), internal topics never listed
+            return (topic not in INTERNAL_TOPICS
+                    and re.search(self.subscribe_pattern, topic) is not None)
         return True
+
+    def describe_selection(self) -> str:
+        """Which topics the read takes, for the plan's log line."""
+        if self.assign is not None:
+            return "assign=" + ",".join(f"{t}-{p}" for t, ps in self.assign.items() for p in ps)
+        if self.subscribe is not None:
+            return "subscribe=" + ",".join(self.subscribe)
+        if self.subscribe_pattern is not None:
+            return f"subscribePattern={self.subscribe_pattern}"
+        return "every topic (no assign, subscribe or subscribePattern given)"
 
     def selects_partition(self, topic: str, partition: int) -> bool:
         if not self.selects_topic(topic):
@@ -85,27 +107,18 @@ class ReadOptions:
 
 def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
     """Parse Spark's (case-insensitive, all-string) options into ReadOptions."""
-    opts = {str(k).lower(): v for k, v in options.items()}
+    screened = screen(options, "read")
+    try:
+        return _parse(screened)
+    except BadOptionError as err:
+        raise screened.renamed(err) from None
+
+
+def _parse(screened: Screened) -> ReadOptions:
+    opts = screened.options
     paths = _paths(opts)
-
-    selectors = [k for k in ("assign", "subscribe", "subscribepattern") if opts.get(k)]
-    if len(selectors) > 1:
-        raise BadOptionError(selectors[1], opts[selectors[1]],
-                             'only one of "assign", "subscribe" or "subscribePattern" may be set')
-    assign = _assign(opts["assign"]) if "assign" in selectors else None
-    subscribe = None
-    if "subscribe" in selectors:
-        subscribe = tuple(t.strip() for t in opts["subscribe"].split(",") if t.strip())
-        if not subscribe:
-            raise BadOptionError("subscribe", opts["subscribe"], "names no topic")
-    pattern = None
-    if "subscribepattern" in selectors:
-        pattern = opts["subscribepattern"]
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise BadOptionError("subscribePattern", pattern, f"not a regex: {exc}") from None
-
+    assign, subscribe, pattern = _selector(opts)
+    _check_trigger_bounds(opts)
     starting = _bound(opts, "starting", EARLIEST)
     ending = _bound(opts, "ending", LATEST)
 
@@ -117,19 +130,66 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
         starting=starting,
         ending=ending,
         starting_timestamp_strategy=choice_option(opts, "startingOffsetsByTimestampStrategy",
-                                            TIMESTAMP_STRATEGIES, "error"),
+                                                  TIMESTAMP_STRATEGIES, "error"),
         fail_on_data_loss=bool_option(opts, "failOnDataLoss", True),
         # every group is a Spark task: bounds that keep a plan to what a cluster can run
         min_partitions=int_option(opts, "minPartitions", None, maximum=MAX_GROUPS),
+        max_records_per_partition=int_option(opts, "maxRecordsPerPartition", None),
         max_bytes_per_partition=int_option(opts, "maxBytesPerPartition", 128 * 1024 * 1024,
                                            minimum=64 * 1024),
-        isolation_level=choice_option(opts, "isolationLevel", ISOLATION_LEVELS, "read_uncommitted"),
+        isolation_level=choice_option(opts, "isolationLevel", ISOLATION_LEVELS,
+                                      "read_uncommitted"),
         include_headers=bool_option(opts, "includeHeaders", False),
         include_payload=bool_option(opts, "includePayload", True),
         verify_checksums=bool_option(opts, "verifyChecksums", True),
         pushdown=bool_option(opts, "pushdown", False),
         store=parse_store_options(opts),
+        ignored=screened.ignored,
     )
+
+
+def _selector(opts: dict) -> tuple[PartitionMap | None, tuple[str, ...] | None, str | None]:
+    """assign, subscribe, subscribePattern: Spark's rules (KafkaSourceProvider.scala:227-269),
+    except that none at all reads every topic. A selector that is given counts, empty or not:
+    an empty one must not fall back to every topic."""
+    given = [name for name in SELECTORS if name.lower() in opts]
+    if len(given) > 1:
+        raise BadOptionError(given[1], None, f"given with {given[0]}: only one of assign, "
+                             "subscribe and subscribePattern may be set")
+    if not given:
+        return None, None, None
+    raw = str(opts[given[0].lower()])
+    if given[0] == "assign":
+        if not raw.strip().startswith("{"):
+            raise BadOptionError("assign", raw, 'no topic partitions to assign: expected e.g. '
+                                 '{"orders":[0,1]}')
+        return _assign(raw), None, None
+    if given[0] == "subscribe":
+        topics = tuple(t.strip() for t in raw.split(",") if t.strip())
+        if not topics:
+            raise BadOptionError("subscribe", raw, "no topics to subscribe to: name one or more, "
+                                 "comma-separated (or leave subscribe out for every topic)")
+        return None, topics, None
+    pattern = raw.strip()
+    if not pattern:
+        raise BadOptionError("subscribePattern", raw, "the pattern to subscribe to is empty: give "
+                             "a regex (or leave subscribePattern out for every topic)")
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise BadOptionError("subscribePattern", pattern, f"not a regex: {exc}") from None
+    return None, None, pattern
+
+
+def _check_trigger_bounds(opts: dict) -> None:
+    """Ignored in a batch read, but Spark still refuses min > max (KafkaSourceProvider.scala:
+    340-347), so a job that passes it there fails here too."""
+    if "minoffsetspertrigger" in opts and "maxoffsetspertrigger" in opts:
+        low = int_option(opts, "minOffsetsPerTrigger", None, minimum=0)
+        high = int_option(opts, "maxOffsetsPerTrigger", None, minimum=0)
+        if low > high:
+            raise BadOptionError("minOffsetsPerTrigger", low, f"higher than "
+                                 f"maxOffsetsPerTrigger ({high}); make it at most that")
 
 
 def _paths(opts: dict) -> tuple[str, ...]:
@@ -148,29 +208,36 @@ def _paths(opts: dict) -> tuple[str, ...]:
     raise BadOptionError("path", None, "no path given: use load(path) or .option('path', ...)")
 
 
-def _json_object(name: str, raw: str) -> dict:
+# What each JSON option looks like, for the error that says it is not that (as Spark's
+# JsonUtils says "Expected e.g. ...").
+_JSON_EXAMPLES = {"assign": '{"orders":[0,1]}', "offsets": '{"orders":{"0":23,"1":-2}}',
+                  "timestamps": '{"orders":{"0":1700000000000}}'}
+
+
+def _json_object(name: str, raw: str, example: str) -> dict:
     try:
         value = json.loads(raw)
     except ValueError as exc:
-        raise BadOptionError(name, raw, f"not valid JSON: {exc}") from None
+        raise BadOptionError(name, raw, f"not valid JSON ({exc.msg} at character {exc.pos}); "
+                             f"expected e.g. {_JSON_EXAMPLES[example]}") from None
     if not isinstance(value, dict):
-        raise BadOptionError(name, raw, "expected a JSON object")
+        raise BadOptionError(name, raw, f"expected a JSON object, e.g. {_JSON_EXAMPLES[example]}")
     return value
 
 
 def _assign(raw: str) -> PartitionMap:
-    value = _json_object("assign", raw)
+    value = _json_object("assign", raw.strip(), "assign")
     out = {}
     for topic, parts in value.items():
         if not isinstance(parts, list) or not all(isinstance(p, int) and p >= 0 for p in parts):
-            raise BadOptionError("assign", raw,
-                                 f'expected {{"topic": [partition, ...]}}, got {topic!r}: {parts!r}')
+            raise BadOptionError("assign", raw, f"{topic!r}: {parts!r} is not a list of "
+                                 f"partition numbers; expected e.g. {_JSON_EXAMPLES['assign']}")
         out[topic] = {p: 0 for p in parts}
     return out
 
 
 def _partition_map(name: str, raw: str, allowed_negative: tuple[int, ...]) -> PartitionMap:
-    value = _json_object(name, raw)
+    value = _json_object(name, raw, "timestamps" if "Timestamp" in name else "offsets")
     out: dict[str, dict[int, int]] = {}
     for topic, parts in value.items():
         if not isinstance(parts, dict):

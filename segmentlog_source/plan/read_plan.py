@@ -23,6 +23,7 @@ from ..storage.log.partition_log import PartitionLog
 from .options import ReadOptions
 from .predicates import RowFilter
 from .ranges import check_named_partitions, resolve_range
+from .record_split import PlannedRange, record_groups
 from .scan_plan import (ScanTask, group_tasks, plan_partition, segment_end_offsets,
                         timestamp_floor_offset)
 
@@ -131,9 +132,10 @@ class _PartitionView:
 
 
 def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter, plan: ReadPlan,
-                    pending_commits) -> tuple[list[ScanTask], dict, list[AbortedRange]]:
+                    pending_commits
+                    ) -> tuple[list[ScanTask], dict, list[AbortedRange], PlannedRange | None]:
     """One partition's scan tasks (planned through its indexes), the index positions where its
-    ranges may be cut, and the aborted transactions they may touch."""
+    ranges may be cut, the aborted transactions they may touch, and its offset range."""
     fs = log.fs
     # What the log end offset needs (and, for timestamp options, ListOffsets, which looks
     # at every segment's time index), fetched in parallel on object stores.
@@ -158,13 +160,14 @@ def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter,
     f_lo, f_hi = row_filter.offset_span()
     lo, hi = max(lo, f_lo), min(hi, f_hi)
     if row_filter.timestamp_lo_ms > -(2**63) and lo < hi:
+        log.check_segment_order()   # the floor skips segments on their largest timestamps
         floor = timestamp_floor_offset(view, row_filter.timestamp_lo_ms)
         lo = hi if floor is None else max(lo, floor)
     notes = [f"{s.index_problem}: read without it (rebuilt from the .log)"
              for s in log.segments if s.index_problem is not None]
     plan.notes.extend(notes)
     if lo >= hi:
-        return [], {}, []
+        return [], {}, [], None
     fs.prefetch(_index_paths(seg for seg, end in zip(log.segments, segment_end_offsets(view))
                              if seg.base_offset < hi and end > lo))
 
@@ -172,8 +175,12 @@ def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter,
         _data_loss(opts, plan, f"offsets {first}..{end - 1} of {log.name} are missing: "
                    f"{seg.log_path} ends below them and no segment holds them")
 
-    tasks = _with_snapshot_ends(log, [replace(t, file_size=fs.size(t.path))
-                                      for t in plan_partition(view, lo, hi, missing)])
+    def tasks_for(start: int, end: int, on_missing=None) -> list[ScanTask]:
+        # (also what maxRecordsPerPartition plans each part of the range with: record_split.py)
+        return _with_snapshot_ends(log, [replace(t, file_size=fs.size(t.path))
+                                         for t in plan_partition(view, start, end, on_missing)])
+
+    tasks = tasks_for(lo, hi, missing)
     positions = {seg.log_path: seg.offset_index_entries()[1] for seg in view.segments
                  if any(t.path == seg.log_path for t in tasks)}
     plan.notes.extend(f"{s.index_problem}: read without it (rebuilt from the .log)"
@@ -186,15 +193,18 @@ def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter,
         txns = log.aborted_transactions(lo, hi, from_batches=not opts.fail_on_data_loss)
         aborted = [AbortedRange(log.topic, log.partition, a.producer_id, a.first_offset,
                                 a.last_offset) for a in txns]
-    return tasks, positions, aborted
+    return tasks, positions, aborted, PlannedRange(log.topic, log.partition, lo, hi, positions,
+                                                   tasks_for)
 
 
 def _salvage_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter,
-                       plan: ReadPlan) -> tuple[list[ScanTask], dict, list[AbortedRange]]:
+                       plan: ReadPlan
+                       ) -> tuple[list[ScanTask], dict, list[AbortedRange], None]:
     """failOnDataLoss=false, when a partition's indexes or tail cannot be trusted to plan it:
     every segment read whole from its first byte, the executor's salvaging scan keeping what
     its neighbours vouch for; the range is the options' offsets (earliest, latest or numbers).
-    (Not for read_committed or timestamp bounds: plan_read does not salvage those.)"""
+    (Not for read_committed or timestamp bounds: plan_read does not salvage those. Nor is it
+    cut by maxRecordsPerPartition: its offsets are not known until the executor reads them.)"""
     def fixed(bound, default: int) -> int:
         value = bound.offsets.get(log.topic, {}).get(log.partition, bound.default)
         return default if value < 0 else value      # EARLIEST / LATEST
@@ -219,7 +229,7 @@ def _salvage_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilt
                                   file_size=size, segment_base=segment.base_offset,
                                   ends_segment=True, next_segment_base=next_base,
                                   named_offsets=named))
-    return _with_snapshot_ends(log, tasks), {}, []
+    return _with_snapshot_ends(log, tasks), {}, [], None
 
 
 def _with_snapshot_ends(log: PartitionLog, tasks: list[ScanTask]) -> list[ScanTask]:
@@ -258,6 +268,8 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
     tasks: list[ScanTask] = []
     positions: dict[str, np.ndarray] = {}
     aborted: list[AbortedRange] = []
+    ranges: list[PlannedRange] = []
+    whole: list[ScanTask] = []      # planned without an offset range: never cut by records
     pending_by_dir: dict[str, dict] = {}
 
     def pending_commits(fs, log_dir: str) -> dict:
@@ -281,7 +293,7 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
                                     partition=pdir.partition, stats=stats, salvage=True,
                                     read_log_start_checkpoint=False)
         try:
-            part_tasks, part_positions, part_aborted = _plan_partition(
+            part_tasks, part_positions, part_aborted, planned = _plan_partition(
                 log, opts, row_filter, plan, pending_commits)
         except (CorruptDataError, DataLossError, LogNotFoundError) as err:
             # (a timestamp bound needs the indexes' ListOffsets, read_committed the aborted
@@ -291,15 +303,25 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
                 raise
             # Salvaging: what could not be planned through the indexes is read whole.
             plan.notes.append(f"{err}: reading the segments of {log.name} whole")
-            part_tasks, part_positions, part_aborted = _salvage_partition(log, opts,
-                                                                          row_filter, plan)
+            part_tasks, part_positions, part_aborted, planned = _salvage_partition(
+                log, opts, row_filter, plan)
+        if planned is not None:
+            ranges.append(planned)
+        else:
+            whole.extend(part_tasks)
         tasks.extend(part_tasks)
         positions.update(part_positions)
         aborted.extend(part_aborted)
     for view in {id(p.fs): p.fs for p in found}.values():   # listings and prefetched files
         stats.bytes_read += view.stats.bytes_read
         stats.read_requests += view.stats.read_requests
-    for group in group_tasks(tasks, positions, opts.max_bytes_per_partition, opts.min_partitions):
+    if opts.max_records_per_partition is None:
+        groups = group_tasks(tasks, positions, opts.max_bytes_per_partition, opts.min_partitions)
+    else:
+        groups = record_groups(ranges, opts.min_partitions, opts.max_records_per_partition,
+                               opts.max_bytes_per_partition)
+        groups += group_tasks(whole, {}, opts.max_bytes_per_partition, None)
+    for group in groups:
         touched = {(t.topic, t.partition) for t in group}
         plan.groups.append(ReadGroup(group, tuple(a for a in aborted
                                                   if (a.topic, a.partition) in touched)))

@@ -9,6 +9,7 @@ access.key), so Spark redacts them too; segmentlog itself never prints their val
 
 from __future__ import annotations
 
+import difflib
 from typing import Mapping
 
 from ..errors import BadOptionError
@@ -37,8 +38,11 @@ def parse_store_options(options: Mapping[str, str]) -> StoreConfig:
         elif short in SETTINGS:
             settings.append((short, str(value)))
         else:
-            raise BadOptionError(name, "*****", "unknown store option; known: " + ", ".join(
-                sorted(PREFIX + k for k in set(SETTINGS) | set(POLICY))))
+            known = sorted(PREFIX + k for k in set(SETTINGS) | set(POLICY))
+            close = difflib.get_close_matches(name, known, n=2, cutoff=0.6)
+            advice = f"did you mean {' or '.join(close)}?" if close else "remove it"
+            # (its value may be a secret: never shown)
+            raise BadOptionError(name, "*****", f"unknown store option; {advice}")
     if not settings and not policy:
         return DEFAULT_CONFIG
     return StoreConfig(tuple(settings), **policy)

@@ -3,7 +3,10 @@ topic configs, checked on the driver before any task runs.
 
 Spark hands options over as strings in a case-insensitive dict. Every bad value is a
 BadOptionError naming the option as the user spelled it in the docs (`segment.bytes`, not the
-LogConfig field), so `writer()` fails before a single row is staged.
+LogConfig field), so `writer()` fails before a single row is staged. Names are checked first
+(option_names.py): the producer settings of Spark's Kafka sink (`kafka.compression.type`,
+`kafka.batch.size`, `kafka.compression.<codec>.level`) are honoured, connection settings
+ignored with a warning, anything else refused.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ from typing import Mapping
 
 from ..errors import BadOptionError
 from ..format.batch import CODEC_IDS, CODEC_NAMES, DEFAULT_MAX_BATCH_BYTES, INT32_MAX
+from ..format.codecs import COMPRESSION_LEVELS
 from ..storage.io.store_config import DEFAULT_CONFIG, StoreConfig
 from ..storage.log.log_config import LogConfig
+from .option_names import Screened, screen
 from .option_values import choice_option, int_option
 from .store_options import parse_store_options
 
@@ -55,6 +60,8 @@ class WriteOptions:
     lock_timeout_ms: int
     staging_retention_ms: int
     store: StoreConfig = DEFAULT_CONFIG   # the fs.* options: a store URI is refused with them
+    compression_level: int | None = None  # compression.<codec>.level (None: Kafka's default)
+    ignored: tuple[str, ...] = ()      # accepted options of no effect (one warning)
 
     @property
     def partitions_for_new_topic(self) -> int:
@@ -62,7 +69,15 @@ class WriteOptions:
 
 
 def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
-    opts = {str(k).lower(): v for k, v in options.items() if v is not None}
+    screened = screen(options, "write")
+    try:
+        return _parse(screened)
+    except BadOptionError as err:
+        raise screened.renamed(err) from None
+
+
+def _parse(screened: Screened) -> WriteOptions:
+    opts = screened.options
     path = opts.get("path")
     if not path:
         raise BadOptionError("path", None, "no path given: use save(path) or start(path)")
@@ -105,6 +120,8 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
         staging_retention_ms=int_option(opts, "stagingRetentionMs",
                                         DEFAULT_STAGING_RETENTION_MS, maximum=MAX_WAIT_MS * 365),
         store=parse_store_options(opts),
+        compression_level=_compression_level(opts, codec_name),
+        ignored=screened.ignored,
     )
 
 
@@ -130,3 +147,21 @@ def _compression(opts: dict) -> str:
         name = "compression" if "compression" in given else "compression.type"
         raise BadOptionError(name, given[name], f"expected one of {', '.join(CODEC_NAMES)}")
     return value
+
+
+def _compression_level(opts: dict, codec_name: str) -> int | None:
+    """compression.<codec>.level (KIP-390), as the producer takes it: each one given is checked
+    against its codec's range, and the chosen codec's is used (-1 is gzip's default)."""
+    level = None
+    for name, codec in CODEC_IDS.items():
+        option = f"compression.{name}.level"
+        if codec not in COMPRESSION_LEVELS or option not in opts:
+            continue
+        levels = COMPRESSION_LEVELS[codec]
+        low = -1 if name == "gzip" else levels.start
+        value = int_option(opts, option, None, minimum=low, maximum=levels.stop - 1)
+        if name == "gzip" and value == 0:
+            raise BadOptionError(option, opts[option], "expected -1 (the default) or 1 to 9")
+        if name == codec_name:
+            level = None if value == -1 else value
+    return level

@@ -36,3 +36,10 @@ def spark_ddl(include_payload: bool = True, include_headers: bool = False) -> st
 def arrow_schema(include_payload: bool = True, include_headers: bool = False) -> pa.Schema:
     return pa.schema([pa.field(name, typ) for name, _, typ in _columns(include_payload,
                                                                         include_headers)])
+
+
+def simple_string(include_payload: bool = True, include_headers: bool = False) -> str:
+    """The schema as Spark's StructType.simpleString() prints it (to compare a user's schema
+    with, in a planner process, where no JVM can parse DDL)."""
+    return "struct<" + ",".join(f"{name}:{ddl}" for name, ddl, _ in _columns(
+        include_payload, include_headers)) + ">"

@@ -1,27 +1,33 @@
 """The `segmentlog` Python Data Source: Kafka log directories as DataFrames (and, later, sinks).
 
 The driver plans (plan.read_plan) in Spark's planner process; executors run spark.reader on
-each group. Options are parsed once, in `schema()` at `load()` time, so a bad option fails
-there with its name; `partitions()` may not pass state to `read()` through `self` (PySpark
-pickles the reader before calling it), so all a task needs travels in its InputPartition.
+each group. Options are parsed in `schema()` at `load()` time, so a bad option fails there
+with its name, and the one warning about ignored options is given there (`schema()` runs once
+per `load()`; `reader()` once per query). `partitions()` may not pass state to `read()` through
+`self` (PySpark pickles the reader before calling it), so all a task needs travels in its
+InputPartition.
+
+Errors say what to do on their first line (after Spark's PYTHON_DATA_SOURCE_ERROR prefix and
+the traceback): the reader completes the storage layer's errors with the option that helps.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import chain
 import logging
 
 import pyarrow as pa
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from ..errors import BadOptionError, CorruptDataError, FileChangedError, LogNotFoundError
+from ..plan.option_names import ignored_warning
 from ..plan.options import parse_read_options
 from ..plan.predicates import fold
 from ..plan.read_plan import ReadGroup, plan_read
 from .filters import to_predicate
 from .reader import GroupScan, ScanSettings
-from .schema import spark_ddl
+from .schema import simple_string, spark_ddl
 
 log = logging.getLogger("segmentlog")
 
@@ -33,6 +39,28 @@ REUSE_WARNING = (
 
 
 _reuse_warned = False
+
+SKIP_HINT = "failOnDataLoss=false reads what is readable around it"
+PATH_HINT = "check the path given to load()"
+LOG_DIR_HINT = "point load() at a broker's log.dirs"
+
+
+def _with_hint(err: Exception, fail_on_data_loss: bool) -> Exception:
+    """`err` completed with what to do, where segmentlog knows it."""
+    if isinstance(err, FileChangedError) or not isinstance(err, CorruptDataError):
+        return err
+    return err.hinted(SKIP_HINT) if fail_on_data_loss else err
+
+
+def _scan(scan: GroupScan, fail_on_data_loss: bool):
+    # PySpark's worker keeps the first batch a reader yields alive for the whole task
+    # (records_to_arrow_batches' first_element): make it an empty one, so no decoded data
+    # is pinned (a batch can hold hundreds of MB of decompressed values).
+    yield _empty_batch(scan.schema)
+    try:
+        yield from scan
+    except CorruptDataError as err:
+        raise _with_hint(err, fail_on_data_loss) from None
 
 
 def _empty_batch(schema: pa.Schema) -> pa.RecordBatch:
@@ -57,12 +85,18 @@ class SegmentLogReader(DataSourceReader):
                             o.include_headers, o.fail_on_data_loss, o.store)
 
     def partitions(self):
-        plan = plan_read(self.opts, fold(list(self.predicates)))
+        try:
+            plan = plan_read(self.opts, fold(list(self.predicates)))
+        except CorruptDataError as err:
+            raise _with_hint(err, self.opts.fail_on_data_loss) from None
+        except LogNotFoundError as err:
+            hint = PATH_HINT if str(err).startswith("no such file") else LOG_DIR_HINT
+            raise LogNotFoundError(f"{err}: {hint}") from None
         for note in plan.notes:
             log.warning("segmentlog: %s", note)
-        log.info("segmentlog: planned %d partitions, %d bytes (planner read %d bytes in %d "
-                 "requests)", len(plan.groups), plan.nbytes, plan.planner_io.bytes_read,
-                 plan.planner_io.read_requests)
+        log.info("segmentlog: planned %d partitions, %d bytes of %s (planner read %d bytes in %d "
+                 "requests)", len(plan.groups), plan.nbytes, self.opts.describe_selection(),
+                 plan.planner_io.bytes_read, plan.planner_io.read_requests)
         return [SegmentLogInputPartition(g) for g in plan.groups]
 
     def read(self, partition):
@@ -70,10 +104,7 @@ class SegmentLogReader(DataSourceReader):
         if group is None:
             return iter(())   # Spark's stand-in InputPartition(None) for an empty plan
         scan = GroupScan(group, self._settings(fold(list(self.predicates))))
-        # PySpark's worker keeps the first batch a reader yields alive for the whole task
-        # (records_to_arrow_batches' first_element): make it an empty one, so no decoded data
-        # is pinned (a batch can hold hundreds of MB of decompressed values).
-        return chain([_empty_batch(scan.schema)], scan)
+        return _scan(scan, self.opts.fail_on_data_loss)
 
 
 class SegmentLogPushdownReader(SegmentLogReader):
@@ -112,10 +143,16 @@ class SegmentLogDataSource(DataSource):
 
     def schema(self):
         opts = self._read_options()
+        warning = ignored_warning(opts.ignored)
+        if warning is not None:
+            log.warning(warning)
+        if opts.assign is None and opts.subscribe is None and opts.subscribe_pattern is None:
+            log.info("segmentlog: reading %s", opts.describe_selection())
         return spark_ddl(opts.include_payload, opts.include_headers)
 
     def reader(self, schema):
         opts = self._read_options()
+        _check_schema(schema, opts)
         options = dict(self.options)
         options["pushdown"] = str(opts.pushdown).lower()
         return SegmentLogPushdownReader(options) if opts.pushdown else SegmentLogReader(options)
@@ -131,6 +168,21 @@ class SegmentLogDataSource(DataSource):
         from .stream_writer import stream_writer
 
         return stream_writer(dict(self.options), schema, overwrite)
+
+
+def _check_schema(schema, opts) -> None:
+    """A schema given with .schema(...) must be the source's own. Spark's Kafka source refuses a
+    different one (KafkaSourceProvider.scala:74, "Kafka source has a fixed schema and cannot be
+    set with a custom one"; a batch read fails with USER_SPECIFIED_AND_ACTUAL_SCHEMA_MISMATCH,
+    DataSource.scala:377-383, and accepts an equal one). PySpark 4.3 runs no source code at
+    load() when a schema is given, so this is the first place that sees it."""
+    wanted = simple_string(opts.include_payload, opts.include_headers)
+    given = schema.simpleString() if hasattr(schema, "simpleString") else str(schema)
+    if given != wanted:
+        raise BadOptionError("schema", given, "segmentlog has a fixed schema and cannot be set "
+                             "with a custom one: remove .schema(...)",
+                             f"its schema: {wanted} (includeHeaders and includePayload choose "
+                             "the columns)")
 
 
 class SegmentLogPushdownDataSource(SegmentLogDataSource):

@@ -5,8 +5,8 @@ adds (pyspark-python-datasource.md §8): Spark may replay a micro-batch after a 
 driver crash, so `write()` output is at-least-once and `commit(batchId)` can run twice, the first
 run having finished fully, partly or not at all. Exactly once comes from the commit: it first
 settles any unfinished commit of the same query (finishing a partial one), then skips a batch
-id at or below the one the query durably recorded (storage/commit/commit_log.py), and records the new
-batch id in the same commit.
+id at or below the one the query durably recorded (storage/commit/commit_log.py), and records
+the new batch id in the same commit.
 
 The query is identified by Spark's `sql.streaming.queryId` local property, which a restart from
 the same checkpoint keeps (the run id changes); `write()` reads it (and the batch id, from
@@ -17,6 +17,7 @@ every commit, in a fresh process, so nothing here lives in memory between micro-
 
 from __future__ import annotations
 
+import logging
 from typing import Iterator
 
 import pyarrow as pa
@@ -24,10 +25,13 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamArrowWriter
 
 from ..errors import BadOptionError
+from ..plan.option_names import ignored_warning
 from ..storage.commit import committer
 from ..storage.commit.commit_log import check_query_id
 from ..storage.commit.staging import stream_job_name
 from .writer import StagedOutput, WritePlan, commit_request, plan_write, stage_task
+
+log = logging.getLogger("segmentlog")
 
 QUERY_ID_PROPERTY = "sql.streaming.queryId"   # StreamExecution.QUERY_ID_KEY
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
@@ -70,6 +74,16 @@ class SegmentLogStreamWriter(DataSourceStreamArrowWriter):
                             self.plan.settings)
 
 
+# The ignored-options warnings this process gave: streamWriter() runs again for every
+# micro-batch's commit, and one warning per query (per reused worker) is enough.
+_warned: set[tuple[str, str]] = set()
+
+
 def stream_writer(options, schema, overwrite: bool) -> SegmentLogStreamWriter:
-    return SegmentLogStreamWriter(plan_write(options, schema, overwrite,
-                                             refused=("outputMode", "complete")))
+    plan = plan_write(options, schema, overwrite, refused=("outputMode", "complete"),
+                      advice='use .outputMode("append")')
+    warning = ignored_warning(plan.opts.ignored)
+    if warning is not None and (plan.log_dir, warning) not in _warned:
+        _warned.add((plan.log_dir, warning))
+        log.warning(warning)
+    return SegmentLogStreamWriter(plan)

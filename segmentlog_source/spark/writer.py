@@ -1,5 +1,6 @@
 """`df.write.format("segmentlog").mode("append").save(path)`: staged by tasks, published by the
-driver in one commit (storage/commit/committer.py), so a job's rows appear all at once or not at all.
+driver in one commit (storage/commit/committer.py), so a job's rows appear all at once or not at
+all.
 
     writer()   driver: options and input schema checked, the path checked, topics counted
     write()    each task: Arrow batches -> routed (write_input.py) -> v2 batches (baseOffset 0,
@@ -15,6 +16,7 @@ message, so they only leave orphans, which go with the job's staging directory a
 from __future__ import annotations
 
 from dataclasses import dataclass
+import logging
 import time
 from typing import Iterator, Sequence
 import uuid
@@ -27,6 +29,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from ..errors import BadOptionError
 from ..format.arrow import columns_from_arrow
 from ..format.record_encoder import encode_batches
+from ..plan.option_names import ignored_warning
 from ..plan.write_options import WriteOptions, parse_write_options
 from ..storage.commit import committer
 from ..storage.commit.staging import (StagedFile, StagedFileWriter, batch_job_name, make_job_dir,
@@ -34,6 +37,8 @@ from ..storage.commit.staging import (StagedFile, StagedFileWriter, batch_job_na
 from ..storage.io.filesystem import filesystem_for
 from ..storage.log.data_dir import check_writable, topic_partition_counts
 from .write_input import InputLayout, Router, input_layout
+
+log = logging.getLogger("segmentlog")
 
 # Rows are buffered per partition and encoded this many bytes at a time: big enough that the
 # one short batch each flush ends with is rare, small enough to bound a task's memory...
@@ -70,12 +75,13 @@ class StagedOutput(WriterCommitMessage):
     batch_id: int | None = None
 
 
-def plan_write(options, schema, overwrite: bool, *, refused: tuple[str, str]) -> WritePlan:
+def plan_write(options, schema, overwrite: bool, *, refused: tuple[str, str],
+               advice: str) -> WritePlan:
     """Checks everything a task or the commit could trip over, before any task runs.
-    `refused`: how the user asked for overwrite (("mode", "overwrite") or the output mode)."""
+    `refused`: how the user asked for overwrite (("mode", "overwrite") or the output mode), and
+    `advice` what to use instead."""
     if overwrite:
-        raise BadOptionError(*refused, "a Kafka log is append-only: use append (rows are added "
-                             "after the existing ones)")
+        raise BadOptionError(*refused, f"not allowed: a Kafka log is append-only; {advice}")
     opts = parse_write_options(options)
     fs, log_dir = filesystem_for(opts.path, opts.store)
     fs.ensure_writable(opts.path)   # before any task runs, so nothing is written anywhere
@@ -125,6 +131,7 @@ class TaskStager:
         encoded = encode_batches(self._columns(rows), base_offset=0,
                                  max_records=self.plan.opts.max_records_per_batch,
                                  max_bytes=self.plan.opts.batch_bytes, codec=self.plan.opts.codec,
+                                 level=self.plan.opts.compression_level,
                                  # LogAppendTime batches get bit 3 now; the commit stamps the
                                  # append time into maxTimestamp
                                  log_append_time=(self.write_time_ms
@@ -202,5 +209,14 @@ class SegmentLogWriter(DataSourceArrowWriter):
 
 
 def batch_writer(options, schema, overwrite: bool) -> SegmentLogWriter:
-    return SegmentLogWriter(plan_write(options, schema, overwrite,
-                                       refused=("mode", "overwrite")))
+    # Spark's Kafka sink allows Append and ErrorIfExists (KafkaSourceProvider.scala:176-185),
+    # but PySpark 4.3 refuses ErrorIfExists (the default) and Ignore for every Python data
+    # source before the sink is asked (UNSUPPORTED_DATA_SOURCE_SAVE_MODE): only Overwrite reaches
+    # here, and the advice says what works.
+    plan = plan_write(options, schema, overwrite, refused=("mode", "overwrite"),
+                      advice='use .mode("append"), which a segmentlog write always needs '
+                             "(PySpark refuses the default mode)")
+    warning = ignored_warning(plan.opts.ignored)
+    if warning is not None:   # writer() runs once per write: one warning
+        log.warning(warning)
+    return SegmentLogWriter(plan)

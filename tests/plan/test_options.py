@@ -60,12 +60,40 @@ def test_bad_values_name_the_option(name, value):
 def test_only_one_topic_selector():
     with pytest.raises(BadOptionError, match="only one of"):
         parse(subscribe="a", assign='{"a":[0]}')
+    # given counts, empty or not (KafkaSourceProvider.scala:230-241)
+    with pytest.raises(BadOptionError, match="only one of"):
+        parse(subscribe="a", subscribePattern="")
+
+
+@pytest.mark.parametrize("name, value", [("subscribe", ""), ("subscribe", " , "),
+                                         ("subscribePattern", ""), ("subscribePattern", "  "),
+                                         ("assign", ""), ("assign", "orders-0")])
+def test_an_empty_selector_is_an_error_never_every_topic(name, value):
+    # KafkaSourceProvider.scala:244-264
+    with pytest.raises(BadOptionError) as err:
+        parse(**{name: value})
+    assert err.value.name == name
+
+
+def test_max_records_per_partition_and_selection_described():
+    assert parse(maxRecordsPerPartition="500").max_records_per_partition == 500
+    with pytest.raises(BadOptionError, match="maxRecordsPerPartition"):
+        parse(maxRecordsPerPartition="0")        # KafkaSourceProvider.scala:277-283
+    assert "every topic" in parse().describe_selection()
+    assert parse(subscribe="a,b").describe_selection() == "subscribe=a,b"
 
 
 def test_topic_selection():
     assert parse(subscribe="a,b").selects_topic("b")
     assert not parse(subscribe="a,b").selects_topic("c")
     assert parse(subscribePattern="ord.*").selects_topic("orders")
+    # Spark's default topic listing finds the pattern anywhere in a name (Regex.findFirstIn,
+    # ConsumerStrategy.scala:138-140) and never lists internal topics
+    found = parse(subscribePattern="ord")
+    assert found.selects_topic("orders") and found.selects_topic("eu-orders")
+    assert not parse(subscribePattern="^ord$").selects_topic("orders")
+    assert not parse(subscribePattern=".*").selects_topic("__consumer_offsets")
+    assert parse().selects_topic("__consumer_offsets")       # no selector: every topic
     o = parse(assign='{"a":[1]}')
     assert o.selects_partition("a", 1) and not o.selects_partition("a", 0)
 
