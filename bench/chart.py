@@ -5,8 +5,8 @@ records/s or seconds with the peers side by side, drawn from a results JSON.
     python -m bench.chart results.json out.png
 
 `make bench` (bench/run.py) draws it after every full run; this entry point redraws it from
-existing results without measuring anything. Panels whose rows a run lacks are left out, and
-a side a run adds (Spark's own Kafka source, say) gets its own bar wherever it was measured.
+existing results without measuring anything. Panels whose rows a run lacks are left out; the
+object-store and Kafka-peer benchmarks, when run on their own, are read from their own JSON.
 """
 
 from __future__ import annotations
@@ -68,6 +68,15 @@ def panels(results: dict) -> list[dict]:
                     "groups": {name.replace(" includePayload=false", "\n(includePayload=false)"):
                                {_side(k): v for k, v in c["median"].items()}
                                for name, c in scans.items()}})
+    peer = _by_prefix(cases, "Kafka peer: ") or _by_prefix(
+        (results.get("kafka_peer") or {}).get("cases", []), "Kafka peer: ")
+    if peer:
+        data = next(iter(peer.values()))["data"].split(", ")
+        out.append({"title": f"Against Spark's own Kafka source and a broker ({data[0]})",
+                    "unit": "seconds", "better": "lower",
+                    "groups": {name.replace(", ", "\n"):
+                               {_side(k): v for k, v in c["median"].items()}
+                               for name, c in peer.items()}})
     writes = {c["name"]: c for c in external.get("writer", {}).get("cases", [])
               if "df.write" in c["name"]}
     if writes:
@@ -143,7 +152,8 @@ def draw(results: dict, path: Path) -> None:
     colours = {**COLOURS, "log size": "#c7c7c7", "bytes read": "#1f77b4"}
     for ax, panel in zip(axes.flat, drawn):
         scale = panel.get("scale", 1)
-        sides = list(dict.fromkeys(s for g in panel["groups"].values() for s in g))
+        sides = sorted(dict.fromkeys(s for g in panel["groups"].values() for s in g),
+                       key=lambda side: side != "segmentlog")   # segmentlog first, always
         width = 0.8 / len(sides)
         for g, (group, values) in enumerate(panel["groups"].items()):
             for i, side in enumerate(sides):
@@ -181,9 +191,10 @@ def main(argv: list[str]) -> int:
     source = Path(argv[0]) if argv else RESULTS / "latest.json"
     target = Path(argv[1]) if len(argv) > 1 else source.with_suffix(".png")
     results = json.loads(source.read_text())
-    store = RESULTS / "object_store.json"
-    if "object_store" not in results and store.exists():
-        results["object_store"] = json.loads(store.read_text())
+    for name in ("object_store", "kafka_peer"):   # benchmarks run on their own
+        separate = RESULTS / f"{name}.json"
+        if name not in results and separate.exists():
+            results[name] = json.loads(separate.read_text())
     draw(results, target)
     print(f"wrote {target}")
     return 0
