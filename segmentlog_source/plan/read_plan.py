@@ -94,6 +94,9 @@ class _SegmentView:
     def next_offset(self):
         return self._segment.read_next_offset()
 
+    def confirm_records(self, offset: int) -> None:
+        self._segment.confirm_records(offset)
+
     def named_offsets(self):
         segment = self._segment
         if not segment.has_index_files:

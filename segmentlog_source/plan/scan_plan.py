@@ -55,6 +55,10 @@ class SegmentView(Protocol):
         """The offsets the last entries of the segment's indexes name, active or not: files
         other than the `.log` that confirm the offsets of the batches holding them."""
 
+    def confirm_records(self, offset: int) -> None:
+        """Decode the batch holding `offset`: an error unless its records lie within the
+        offsets its header claims."""
+
 
 class PartitionView(Protocol):
     topic: str
@@ -150,6 +154,11 @@ def byte_range(seg: SegmentView, seg_end_offset: int, lo: int, hi: int
             after = None
         else:
             start = first.position
+            if after is not None and first.first_offset_known and first.base_offset > after + 1:
+                # offsets missing between the batch the read skips and its first: the cleaner's
+                # only if that batch's records end where its header says (a CRC-valid header
+                # claiming fewer offsets would hide records of the range); decode it to see
+                seg.confirm_records(after)
     end = size
     if hi < seg_end_offset:
         last, _ = seg.locate(hi)     # the first batch that holds an offset >= hi

@@ -5,10 +5,14 @@ duplicated, reordered or renumbered rows (issue #16, classes 2 and 4)."""
 from __future__ import annotations
 
 import shutil
+import struct
 
+from crc32c import crc32c
 import pytest
 
 from segmentlog_source.format.batch import MAX_OFFSET
+
+CRC, CRC_START, LAST_OFFSET_DELTA = 17, 21, 23   # a v2 batch header's fields (spec §2)
 from tests.damage.helpers import (BASE_OFFSET, dump_all, generated, poke, read, read_error,
                                   segments, verify_errors)
 
@@ -86,6 +90,23 @@ def test_a_lookup_by_timestamp_sees_a_segment_renamed_into_another(log, healthy,
     assert f"{new_base:020d}.log" in str(err)
 
 
+@pytest.mark.parametrize("answer,into", [(1, 2), (1, 4), (1, 6), (2, 4), (3, 6)])
+def test_a_lookup_by_timestamp_sees_a_segment_renamed_far_after_its_answer(log, healthy, answer,
+                                                                             into):
+    """The first segment renamed into a later segment's range, the lookup answered before it
+    (from a segment whose end meets its neighbour's base): the answer never opens the misnamed
+    file, so each segment's first batch must confirm its name."""
+    first, _ = segments(log)[0]
+    _, target = segments(log)[into]
+    _, answering = segments(log)[answer]
+    new_base = target[0].base_offset + 5
+    for old in sorted(log.glob(first.stem + ".*")):
+        old.rename(log / (f"{new_base:020d}" + old.suffix))
+    stamp = next(r[3] for r in healthy[1] if r[2] == answering[0].base_offset + 2) // 1000
+    err = read_error(log, log, startingTimestamp=str(stamp), endingTimestamp=str(stamp + 1))
+    assert f"{new_base:020d}.log" in str(err)
+
+
 @pytest.mark.parametrize("segment", [1, 3, 6])
 @pytest.mark.parametrize("move", [1, 4])
 def test_a_compacted_segment_renamed_below_its_first_batch(log, segment, move):
@@ -99,6 +120,26 @@ def test_a_compacted_segment_renamed_below_its_first_batch(log, segment, move):
         old.rename(log / (f"{new_base:020d}" + old.suffix))
     err = read_error(log, log, startingOffsets=f'{{"t":{{"0":{new_base}}}}}')
     assert f"{new_base:020d}.log" in str(err)
+
+
+@pytest.mark.parametrize("segment", [0, 3])
+@pytest.mark.parametrize("batch,claims", [(2, 0), (2, 4), (5, 8)])
+def test_a_compacted_batch_claiming_fewer_offsets_hides_no_records(log, segment, batch, claims):
+    """In a compacted partition the cleaner leaves gaps between batches. A batch whose
+    lastOffsetDelta was lowered and its CRC recomputed (a valid header) would open such a gap
+    over its own records: a range read starting in it decodes the batch it skips."""
+    (log.parent / "cleaner-offset-checkpoint").write_text("0\n1\nt 0 0\n")
+    path, headers = segments(log)[segment]
+    header = headers[batch]
+    poke(path, header.position + LAST_OFFSET_DELTA, "i", claims)
+    data = bytearray(path.read_bytes())
+    body = data[header.position + CRC_START:header.position + header.size]
+    struct.pack_into(">I", data, header.position + CRC, crc32c(bytes(body)))
+    path.write_bytes(bytes(data))
+    start = header.base_offset + claims + 1
+    err = read_error(log, path, startingOffsets=f'{{"t":{{"0":{start}}}}}',
+                     endingOffsets=f'{{"t":{{"0":{header.last_offset + 3}}}}}')
+    assert f"at byte {header.position}" in str(err)
 
 
 @pytest.mark.parametrize("segment", [0, 2, 5])

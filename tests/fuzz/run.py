@@ -95,6 +95,8 @@ def main(argv=None) -> int:
                 print(f"  {outcome}: {result['spec']} {result.get('mutation') or ''} "
                       f"{result.get('tools', {}).get('watchdog', {}).get('stage', '')}",
                       flush=True)
+            elif failed(result):   # say which mutant at once: --replay takes this line's spec
+                print(f"  {outcome}: {result['spec']} ({', '.join(failed(result))})", flush=True)
             now = time.monotonic()
             if now - last[0] >= 10 or done == total:
                 last[0] = now

@@ -48,6 +48,9 @@ class FakeSegment:
     def next_offset(self):
         return max((b[1] + 1 for b in self.batches), default=self.base_offset)
 
+    def confirm_records(self, offset):
+        pass   # (the fake's batches hold what they claim)
+
     def time_index_entries(self):
         if not self.trusted_time:
             return None

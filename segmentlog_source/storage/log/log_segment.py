@@ -368,6 +368,20 @@ class LogSegment:
                           if r.timestamp >= timestamp and r.offset >= log_start_offset), None)
         return found
 
+    def confirm_records(self, offset: int) -> None:
+        """Decode the batch holding `offset` (CRC checked): the decoder fails on records that
+        pass the offsets the header claims, which no check of headers alone can see."""
+        from ...format.record_decoder import decode_batch
+
+        header = self.locate(offset, probe_bytes=V2_HEADER_SIZE)[0]
+        if header is None:
+            return
+        for found, entry in self.iter_entries(header.position, header.end):
+            try:
+                decode_batch(entry, found)
+            except CorruptDataError as err:
+                raise err.located(self.log_path) from None
+
     def _position_of(self, offset: int) -> int:
         """The offset index's position at or below `offset` (0 when there is none)."""
         slot = self.offset_index.slot_for(offset - self.base_offset)

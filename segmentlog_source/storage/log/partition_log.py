@@ -33,6 +33,7 @@ from .log_loader import (_delete_segment, create_empty_segment, load_for_append,
 from .entry_scan import DEFAULT_CHUNK_BYTES
 from .log_segment import LogSegment
 from .segment_appender import SegmentAppender
+from .segment_order import check_meets_next, check_passed_over, check_segment_order
 
 # ListOffsets special timestamps (§8.2)
 LATEST_TIMESTAMP = -1
@@ -60,6 +61,7 @@ class PartitionLog:
         self._state = None
         self._epochs = None
         self._lock = None
+        self._order_checked = False
         self.listing: list[str] | None = None   # the directory as open() found it
 
     def __repr__(self) -> str:
@@ -249,6 +251,7 @@ class PartitionLog:
         if timestamp == LATEST_TIMESTAMP:
             return self.log_end_offset
         if timestamp == MAX_TIMESTAMP:
+            self.check_segment_order()
             best, best_ts = None, None
             for segment in self.segments:  # the first segment holding the largest timestamp
                 max_ts = segment.max_timestamp_and_offset[0]
@@ -258,36 +261,24 @@ class PartitionLog:
             return found[0] if found is not None else None
         if timestamp < 0:
             raise BadOptionError("timestamp", timestamp, "must be >= 0, or -1, -2, -3")
+        self.check_segment_order()
         for i, segment in enumerate(self.segments):
             if segment.largest_timestamp >= timestamp:
                 found = segment.offset_for_timestamp(timestamp, self.log_start_offset)
                 if found is None:   # (a segment with no timestamp says its mtime: go on)
                     continue
                 if i > 0:
-                    self._check_passed_over(self.segments[i - 1], segment)
+                    check_passed_over(self.segments[i - 1], segment, self.name, self.compacted)
                 if i + 1 < len(self.segments):
-                    self._check_meets_next(segment, self.segments[i + 1])
+                    check_meets_next(segment, self.segments[i + 1])
                 return None if found[0] >= self.log_end_offset else found[0]
         return None
 
-    def _check_passed_over(self, before: LogSegment, segment: LogSegment) -> None:
-        """A lookup by timestamp that passed over `before` answers from `segment`: offsets
-        missing between the two (a lost segment) could have held the answer."""
-        end = before.read_next_offset()
-        if end < segment.base_offset and not self.compacted:
-            raise DataLossError(f"offsets {end}..{segment.base_offset - 1} of {self.name} are "
-                                f"missing between {before.log_path} and {segment.log_path}: a "
-                                f"lookup by timestamp cannot tell whether the answer was there")
-
-    @staticmethod
-    def _check_meets_next(segment: LogSegment, following: LogSegment) -> None:
-        """The segment a lookup answers from ends below the next one's base offset: one that
-        runs past it says a file name is wrong (a renamed segment holding earlier offsets)."""
-        end = segment.read_next_offset()
-        if end > following.base_offset:
-            raise CorruptDataError(f"the segment's batches run to offset {end - 1}, past the "
-                                   f"next segment's base offset {following.base_offset} "
-                                   f"({following.log_path})", segment.log_path, None)
+    def check_segment_order(self) -> None:
+        """Confirm each file name by its first batch, once (segment_order.py says why)."""
+        if not self._order_checked:
+            check_segment_order(self.segments)
+            self._order_checked = True
 
     def iter_entries(self, start_offset: int | None = None, *,
                      chunk_bytes: int = DEFAULT_CHUNK_BYTES, verify_crc: bool = False

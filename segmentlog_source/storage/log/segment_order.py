@@ -1,0 +1,56 @@
+"""The order of a partition's segments, confirmed by their batches.
+
+A segment's file name is its base offset, and nothing covers it: a renamed or lost file
+changes which offsets a lookup by timestamp passes over. Lookups judge segments by their
+largest timestamp, which need not grow from one segment to the next, so one may answer
+without opening the segments after it; these checks make a wrong name an error instead.
+"""
+
+from __future__ import annotations
+
+from ...errors import CorruptDataError, DataLossError
+from ...format.batch import V2_HEADER_SIZE
+
+
+def check_segment_order(segments) -> None:
+    """Each segment's first batch lies at or above its base offset and below the next
+    segment's: one header per segment. Any file renamed out of its place breaks one of the
+    two bounds (holding offsets below its new name, or at or past its new successor's);
+    compaction, which leaves a first batch above the base, breaks neither."""
+    for segment, following in zip(segments, list(segments[1:]) + [None]):
+        if segment.size == 0:
+            continue
+        scan = segment.iter_headers(chunk_bytes=V2_HEADER_SIZE, allow_torn_tail=segment.active)
+        header = next(iter(scan), (None,))[0]
+        if header is None:
+            continue
+        first = header.base_offset if header.first_offset_known else header.last_offset
+        if first < segment.base_offset:
+            bound = f"below the segment's base offset {segment.base_offset} (its file name)"
+        elif following is not None and first >= following.base_offset:
+            bound = (f"at or past the next segment's base offset {following.base_offset} "
+                     f"({following.log_path})")
+        else:
+            continue
+        raise CorruptDataError(f"the first batch holds offsets {first}..{header.last_offset}, "
+                               f"{bound}: a renamed segment?", segment.log_path, 0)
+
+
+def check_passed_over(before, segment, name: str, compacted: bool) -> None:
+    """A lookup by timestamp that passed over `before` answers from `segment`: offsets
+    missing between the two (a lost segment) could have held the answer."""
+    end = before.read_next_offset()
+    if end < segment.base_offset and not compacted:
+        raise DataLossError(f"offsets {end}..{segment.base_offset - 1} of {name} are missing "
+                            f"between {before.log_path} and {segment.log_path}: a lookup by "
+                            f"timestamp cannot tell whether the answer was there")
+
+
+def check_meets_next(segment, following) -> None:
+    """The segment a lookup answers from ends below the next one's base offset: one that runs
+    past it says a file name is wrong (a renamed segment holding earlier offsets)."""
+    end = segment.read_next_offset()
+    if end > following.base_offset:
+        raise CorruptDataError(f"the segment's batches run to offset {end - 1}, past the next "
+                               f"segment's base offset {following.base_offset} "
+                               f"({following.log_path})", segment.log_path, None)
