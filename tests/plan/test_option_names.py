@@ -140,3 +140,16 @@ def test_every_kafka_name_has_one_treatment():
             short = name[len(kafka_options.PREFIX):]
             assert kafka_options.classify(short, kind)[0] in ("mapped", "ignored", "refused")
     assert kafka_options.classify("no.such.setting", "read") == ("unknown", None)
+
+
+def test_each_case_of_the_option_table_warns_of_exactly_its_ignored_options():
+    """The names in the one warning, for every set of tests/spark/option_cases.py that is not
+    refused (through Spark, test_option_cases.py checks that the warning is given, once)."""
+    from tests.spark.option_cases import READ_CASES, WRITE_CASES, Error
+
+    for case in READ_CASES:
+        if not isinstance(case.outcome, Error):
+            assert read(**case.options).ignored == tuple(sorted(case.warned)), case.id
+    for case in WRITE_CASES:
+        if not isinstance(case.outcome, Error):
+            assert write(**case.options).ignored == tuple(sorted(case.warned)), case.id
