@@ -127,3 +127,24 @@ def test_bytes_inserted_into_the_last_batch_never_give_it_other_offsets(log, hea
     rows, skipped = _salvaged(log, caplog)
     assert rows == _without(healthy[1], bad)
     assert any(path.name in m for m in skipped)
+
+
+@pytest.mark.parametrize("segment,batch", [(0, 1), (2, 1), (2, 5)])
+@pytest.mark.parametrize("at,count", [(2, 8), (2, 4), (0, 8)])
+def test_zeros_inserted_into_a_compacted_middle_batch_invent_no_rows(log, healthy, caplog,
+                                                                     segment, batch, at, count):
+    """Zeros inserted into a batch's length make a CRC-valid batch a few bytes on whose base
+    offset is made of zeros and the length's first bytes. In a compacted partition the gap after
+    it cannot confirm those offsets: salvaging skips it, and no row comes at an offset that is
+    not its own."""
+    (log.parent / "cleaner-offset-checkpoint").write_text("0\n1\nt 0 0\n")
+    path, headers = segments(log)[segment]
+    bad = headers[batch]
+    data = bytearray(path.read_bytes())
+    data[bad.position + BATCH_LENGTH + at:bad.position + BATCH_LENGTH + at] = bytes(count)
+    path.write_bytes(bytes(data))
+    read_error(log, path)
+    rows, skipped = _salvaged(log, caplog)
+    assert set(rows) <= set(healthy[1])
+    assert [r[2] for r in rows] == sorted({r[2] for r in rows})
+    assert any(path.name in m for m in skipped)

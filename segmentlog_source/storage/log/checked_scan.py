@@ -107,7 +107,7 @@ class CheckedScan:
                         continue
                     if self._suspect_after_gap(header, before):
                         continue
-                    if held is not None:
+                    if held is not None and not self._unconfirmed_in_gap(held, first):
                         yield held.header, held.entry
                     vouched = vouched and first == before + 1 and not self.resynced
                     held = _Held(header, entry, before, vouched, self.resynced)
@@ -213,6 +213,20 @@ class CheckedScan:
         if self.ends_segment:
             return self.next_segment_base is not None
         return scan.following is not None
+
+    def _unconfirmed_in_gap(self, held: _Held, first: int) -> bool:
+        """A batch found by its CRC alone, after damaged bytes, is confirmed by the batch after
+        it starting right after it. In a compacted partition the cleaner's gaps let any offsets
+        below the next batch's pass; so a gap after such a batch confirms nothing, and it is
+        skipped (unless the indexes name its offsets) rather than read at offsets that may have
+        moved (baseOffset is outside the CRC)."""
+        if not (held.resynced and self.sequence.compacted) or self._indexes_name(held.header) \
+                or first == held.header.last_offset + 1:
+            return False
+        self._skip(held.header.position, held.header.end, "unconfirmed: found after damaged "
+                   "bytes, and in a compacted partition the gap after it cannot vouch for its "
+                   "offsets")
+        return True
 
     def _indexes_name(self, header: BatchHeader) -> bool:
         """Whether an offset the segment's indexes name last lies in this batch."""
