@@ -15,7 +15,8 @@ from tests.fixture_inspect import parse_inspect
 
 
 def test_fixture_markers():
-    batches = parse_inspect(shared_fixture("kafka-clients", "v2-transactions", "inspect.txt")).batches
+    inspect = shared_fixture("kafka-clients", "v2-transactions", "inspect.txt")
+    batches = parse_inspect(inspect).batches
     markers = [b for b in batches if b.is_control]
     assert len(markers) == 4
     for batch in markers:

@@ -63,7 +63,8 @@ def read(spark, path, **options):
     return read_segmentlog(spark, path, includeHeaders="true", **options)
 
 
-@pytest.mark.parametrize("partition_dir", REAL_PARTITIONS, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("partition_dir", REAL_PARTITIONS,
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_real_broker_partition(spark, partition_dir):
     topic, _, partition = partition_dir.name.rpartition("-")
     df = comparable(read(spark, partition_dir))

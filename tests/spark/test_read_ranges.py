@@ -131,7 +131,8 @@ WHERE_CASES = [
     "topic = 't-snappy' and offset <= 40",
     "topic in ('t-gzip', 't-zstd') and partition in (0)",
     f"timestamp >= timestamp_millis({START + 4000})",
-    f"timestamp >= timestamp_millis({START + 4000}) and timestamp < timestamp_millis({START + 4100})",
+    f"timestamp >= timestamp_millis({START + 4000}) "
+    f"and timestamp < timestamp_millis({START + 4100})",
     f"timestamp > timestamp_millis({START + 14000})",
     f"timestamp <= timestamp_millis({START + 100}) and offset < 50",
     "timestamp = timestamp_micros(1700000005000000)",

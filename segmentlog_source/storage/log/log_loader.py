@@ -63,8 +63,9 @@ def plan_files(fs, directory: str) -> FilePlan:
     swap_logs = [n for n in swaps if n.endswith(LOG_SUFFIX + SWAP_SUFFIX)]
     if swap_logs:
         low = min(offset_from_file_name(n) for n in swap_logs)
-        high = max(LogSegment(directory, offset_from_file_name(n), fs, log_path=fs.join(directory, n))
-                   .read_next_offset() for n in swap_logs)
+        high = max(LogSegment(directory, offset_from_file_name(n), fs,
+                              log_path=fs.join(directory, n)).read_next_offset()
+                   for n in swap_logs)
         for name in names:
             offset = offset_from_file_name(name)
             if (name not in swaps and name not in delete and offset is not None

@@ -185,7 +185,8 @@ def read_snapshot(path: str, fs=LOCAL) -> list[ProducerStateEntry]:
     return parse_snapshot(fs.read_all(path), path)
 
 
-def write_snapshot(directory: str, state: ProducerStateManager, fs=LOCAL, fsync: bool = False) -> str:
+def write_snapshot(directory: str, state: ProducerStateManager, fs=LOCAL,
+                   fsync: bool = False) -> str:
     """Write `<map end offset>.snapshot` atomically; the broker fsyncs roll snapshots later."""
     path = snapshot_path(directory, state.map_end_offset, fs)
     fs.write_atomic(path, state.to_snapshot(), fsync=fsync)
