@@ -49,6 +49,7 @@ class LogSegment:
         self._tail: tuple | None = None
         self._size: int | None = None
         self._confirmed_max: tuple[int, int] | None = None
+        self._following: BatchHeader | None = None
         # Salvaging, an index that fails its checks is rebuilt from the `.log` (in memory)
         # instead of failing the read; index_problem says why.
         self.rebuild_bad_indexes = rebuild_bad_indexes
@@ -188,6 +189,7 @@ class LogSegment:
         slot = self.offset_index.slot_for(offset - self.base_offset) - 1
         position = self.offset_index.entry(slot)[1] if slot >= 0 else 0
         previous, found, before_found = None, None, None
+        self._following = None   # (the header read past the answer: _confirm_largest uses it)
         for header, _ in self._scan_from_index_entry(slot, position, bodies=False,
                                                      chunk_bytes=probe_bytes):
             first = header.base_offset if header.first_offset_known else header.last_offset
@@ -197,6 +199,7 @@ class LogSegment:
                     f"previous batch's last offset {previous} (offsets must increase)",
                     self.log_path, header.position)
             if found is not None:   # the batch after the answer vouches for its offsets too
+                self._following = header
                 return found, before_found
             if header.last_offset >= offset:
                 found, before_found = header, previous
@@ -320,6 +323,7 @@ class LogSegment:
                     raise CorruptDataError(f"time index entry ({timestamp}, {offset}) names an "
                                            f"offset no batch holds", self.time_index_path, None)
                 self._confirm_time_entry(timestamp, offset, header)
+                self._confirm_largest(timestamp, offset, self._following)
             self._confirmed_max = (timestamp, offset)
         return self._confirmed_max
 
@@ -396,6 +400,17 @@ class LogSegment:
                 f"time index entry ({timestamp}, {offset}) disagrees with the batch holding "
                 f"offset {offset} (at byte {header.position} of {self.log_path}), whose largest "
                 f"timestamp is {header.max_timestamp}", self.time_index_path, None)
+
+    def _confirm_largest(self, timestamp: int, offset: int, following: BatchHeader | None
+                         ) -> None:
+        """A closed segment's time index ends with its largest timestamp (written at the roll),
+        so the batch after the one holding that entry's offset has none larger: one that does
+        says the index lost its last entries, and lookups would skip the segment on them."""
+        if following is not None and following.max_timestamp > timestamp:
+            raise CorruptDataError(
+                f"the last time index entry ({timestamp}, {offset}) is not the segment's largest "
+                f"timestamp: the batch at byte {following.position} of {self.log_path} has "
+                f"{following.max_timestamp} (entries lost?)", self.time_index_path, None)
 
     def offset_of_max_timestamp(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record holding the segment's max timestamp (-3)."""
