@@ -15,17 +15,16 @@ segmentlog reads, or the same rows cut into other Spark partitions.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from segmentlog_source.devtools.kafka.java_client import KafkaClient
 from tests.kafka.broker_topics import SMALL_SEGMENTS
 from tests.kafka.reads import Read, collect, kafka_read
-# the one normalisation of the Kafka tests: a record without headers is NULL in Spark's Kafka
-# source and [] in segmentlog (a segmentlog bug, KNOWN_DIFFERENCE says more)
-from tests.kafka.test_broker_writes import without_known_difference
-from tests.spark.option_cases import (CONNECTION, READ_CASES, SAME, SAME_ROWS, START_MS, Case,
-                                      Error)
+from tests.spark.option_cases import (CODEC_IDS, CONNECTION, READ_CASES, SAME, SAME_ROWS,
+                                      START_MS, WRITE_CASES, Case, Error, WriteCase, batches_of,
+                                      write_input)
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("kafka")]
 
@@ -46,7 +45,13 @@ def _produce_commands() -> list[list]:
         ["produce", "orders-eu", "--count", 60, "--batch", 10, *ts],
         ["create-topic", "clicks", *SMALL_SEGMENTS],
         ["produce", "clicks", "--count", 90, "--batch", 10, "--value-bytes", 40, *ts],
+        # the sink cases' topics (the test broker creates none by itself)
+        *(["create-topic", _sink_topic(case)] for case in WRITE_CASES),
     ]
+
+
+def _sink_topic(case: WriteCase) -> str:
+    return f"sink-{case.id}"
 
 
 @pytest.fixture(scope="module")
@@ -63,12 +68,17 @@ def live(broker, kafka_spark):
         broker.stop()
 
 
+def _first_word(note: str) -> str:
+    """What a `kafka` note of the table says Spark does: its first word."""
+    return re.match(r"\w+", note).group(0)
+
+
 def _expected_kinds(case: Case) -> tuple[str, str]:
     """("rows" or "error") for Spark's Kafka source and for segmentlog, as the table says."""
     ours = "error" if isinstance(case.outcome, Error) else "rows"
     if case.kafka == SAME or case.kafka.startswith(SAME_ROWS):
         return ours, ours
-    kind = case.kafka.split(":", 1)[0].split()[0]
+    kind = _first_word(case.kafka)
     assert kind in ("rows", "error"), f"{case.id}: the table's `kafka` must start with one"
     return kind, ours
 
@@ -123,13 +133,50 @@ def test_the_same_options_through_sparks_kafka_source(kafka_spark, live, case):
     if case.kafka != SAME and not case.kafka.startswith(SAME_ROWS):
         return
     assert kafka.schema == ours.schema
-    assert kafka.rows == without_known_difference(ours.rows)
+    assert kafka.rows == ours.rows
     if case.outcome.max_records is not None and case.kafka == SAME:
         # each partition's offset range cut as Spark cuts it: the same Spark partitions
         # (KafkaOffsetRangeCalculator.scala:63-106)
         options = _kafka_options(case)
         assert _spans(spark, options, "segmentlog", live) == _spans(
             spark, {**options, "kafka.bootstrap.servers": live.bootstrap}, "kafka")
+
+
+def _write(writer, options: dict, path=None) -> str | None:
+    """The write's error (its first line), or None when it wrote."""
+    for name, value in options.items():
+        writer = writer.option(name, value)
+    try:
+        writer.save(path) if path else writer.save()
+    except Exception as err:  # noqa: BLE001 - a failure is the write's outcome
+        return str(err).split("\n", 1)[0]
+    return None
+
+
+def _codecs(partition_dirs) -> set[int]:
+    return {b[0] for d in partition_dirs for f in sorted(d.glob("*.log")) for b in batches_of(f)}
+
+
+@pytest.mark.parametrize("case", WRITE_CASES, ids=lambda c: c.id)
+def test_the_same_sink_options_through_sparks_kafka_sink(kafka_spark, live, case: WriteCase,
+                                                         tmp_path):
+    """Spark's Kafka sink into the broker and segmentlog's writer into a directory, from the
+    same rows with the same options (each case its own topic): both refuse, or both write
+    batches of the same codec; where the table says Spark differs, it does."""
+    spark = kafka_spark
+    topic = _sink_topic(case)
+    options = {**_kafka_options(case), "topic": topic}
+    theirs = _write(write_input(spark).write.format("kafka")
+                    .option("kafka.bootstrap.servers", live.bootstrap), options)
+    ours = _write(write_input(spark).write.format("segmentlog").mode("append"), options,
+                  str(tmp_path / "out"))
+    wanted_ours = "error" if isinstance(case.outcome, Error) else "written"
+    wanted_theirs = wanted_ours if case.kafka == SAME else _first_word(case.kafka)
+    got = ("error" if theirs else "written", "error" if ours else "written")
+    assert got == (wanted_theirs, wanted_ours), f"Spark: {theirs}; segmentlog: {ours}"
+    if got == ("written", "written") and case.kafka == SAME:
+        assert _codecs(live.data_dir.glob(f"{topic}-*")) == _codecs(
+            (tmp_path / "out").glob(f"{topic}-*")) == {CODEC_IDS[case.outcome.codec]}
 
 
 def test_every_topic_of_the_table_is_served(live):

@@ -10,17 +10,16 @@ spark.sql.pyspark.worker.logging.enabled is on (spark.tvf.python_worker_logs()).
 from __future__ import annotations
 
 import math
-import struct
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from kafka import codec as kafka_codec
 from pyspark.sql import functions as F
 
 from tests.conftest import read_segmentlog as read
-from tests.spark.option_cases import (FIRST_LINE_LIMIT, READ_CASES, WRITE_CASES, Error, Rows,
-                                      committed_offsets, segmentlog_message, write_log)
+from tests.spark.option_cases import (CODEC_IDS, FIRST_LINE_LIMIT, READ_CASES, WRITE_CASES,
+                                      Error, Rows, batches_of, committed_offsets,
+                                      segmentlog_message, write_input, write_log)
 
 pytestmark = pytest.mark.spark
 
@@ -130,35 +129,10 @@ def test_read_case(spark, log, everything, committed, warnings, case):
         assert _ignored_names(warnings() - before) == [set(case.warned)]
 
 
-def _batches(log_file: Path):
-    """(codec id, uncompressed records bytes, record count) of each batch of a .log file,
-    by kafka-python's codecs (the independent reader)."""
-    data = log_file.read_bytes()
-    decode = {1: kafka_codec.gzip_decode, 2: kafka_codec.snappy_decode,
-              3: kafka_codec.lz4_decode, 4: kafka_codec.zstd_decode}
-    pos = 0
-    while pos < len(data):
-        size = 12 + struct.unpack_from(">i", data, pos + 8)[0]
-        codec = struct.unpack_from(">h", data, pos + 21)[0] & 0x7
-        count = struct.unpack_from(">i", data, pos + 57)[0]
-        payload = data[pos + 61:pos + size]
-        raw = decode[codec](bytes(payload)) if codec else payload
-        yield codec, len(raw), count
-        pos += size
-
-
-CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-
-
-def _input(spark):
-    return spark.range(600).selectExpr("cast(id % 13 as string) as key",
-                                       "repeat(concat('value ', cast(id as string)), 8) as value")
-
-
 @pytest.mark.parametrize("case", WRITE_CASES, ids=lambda c: c.id)
 def test_write_case(spark, tmp_path, warnings, case):
     out = tmp_path / "out"
-    writer = _input(spark).write.format("segmentlog").mode("append")
+    writer = write_input(spark).write.format("segmentlog").mode("append")
     for name, value in case.options.items():
         writer = writer.option(name, value)
     if isinstance(case.outcome, Error):
@@ -170,8 +144,8 @@ def test_write_case(spark, tmp_path, warnings, case):
     before = warnings() if case.warned else None
     writer.save(str(out))
     back = read(spark, out).selectExpr("cast(key as string) k", "cast(value as string) v")
-    assert sorted(back.collect()) == sorted(_input(spark).toDF("k", "v").collect())
-    batches = [b for f in sorted(out.glob("out-*/*.log")) for b in _batches(f)]
+    assert sorted(back.collect()) == sorted(write_input(spark).toDF("k", "v").collect())
+    batches = [b for f in sorted(out.glob("out-*/*.log")) for b in batches_of(f)]
     assert batches and {b[0] for b in batches} == {CODEC_IDS[case.outcome.codec]}
     if case.outcome.batch_bytes is not None:
         # batch.size bounds the records of a batch (uncompressed), as in Kafka's producer
@@ -187,7 +161,7 @@ def test_compression_level_is_the_producers(spark, tmp_path):
     sizes = {}
     for level in ("1", "19"):
         out = tmp_path / level
-        (_input(spark).coalesce(1).write.format("segmentlog").mode("append")
+        (write_input(spark).coalesce(1).write.format("segmentlog").mode("append")
          .option("topic", "t").option("kafka.compression.type", "zstd")
          .option("kafka.compression.zstd.level", level)
          .option("kafka.compression.gzip.level", "9").save(str(out)))
@@ -207,7 +181,7 @@ def test_a_stream_takes_the_sinks_options_too(spark, tmp_path):
         "kafka.bootstrap.servers": "localhost:9092", "kafka.compression.type": "lz4"})
     query.awaitTermination()
     assert sq.check_prefix(sq.logged_ids(tmp_path / "out"), total) == total
-    batches = [b for f in sorted((tmp_path / "out").glob("*-*/*.log")) for b in _batches(f)]
+    batches = [b for f in sorted((tmp_path / "out").glob("*-*/*.log")) for b in batches_of(f)]
     assert batches and {b[0] for b in batches} == {CODEC_IDS["lz4"]}
 
 
