@@ -6,8 +6,8 @@ Arrow layouts used (all little-endian, bitmaps LSB first)::
     int64 / int32     none | values
     timestamp[us,UTC] none | int64 microseconds (Kafka's ms * 1000)
     list<struct<key: string, value: binary>>
-                      none | int32 list offsets[n+1] ; child struct (no nulls) of the
-                      header key strings and header value binaries
+                      validity (null: no headers) | int32 list offsets[n+1] ; child
+                      struct (no nulls) of the header key strings and value binaries
 
 The arrays match Spark's expected Arrow schema to the letter (spark/schema.py): `binary`,
 never `large_binary`.
@@ -64,7 +64,12 @@ def headers_array(headers: HeaderColumns) -> pa.Array:
     values = binary_array(headers.values)
     entries = pa.StructArray.from_arrays([keys, values], fields=list(HEADER_STRUCT))
     offsets = headers.offsets.astype(np.int32, copy=False)
-    return pa.Array.from_buffers(HEADERS_TYPE, len(offsets) - 1, [None, pa.py_buffer(offsets)],
+    # A record without headers is NULL, not [], as in Spark's Kafka source (its row converter
+    # puts null when the record's header iterator is empty): a ported job's `headers IS NULL`
+    # must keep its meaning.
+    validity, nulls = _bitmap(offsets[1:] != offsets[:-1])
+    return pa.Array.from_buffers(HEADERS_TYPE, len(offsets) - 1,
+                                 [validity, pa.py_buffer(offsets)], null_count=nulls,
                                  children=[entries])
 
 

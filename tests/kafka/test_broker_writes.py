@@ -13,7 +13,6 @@ from collections import Counter
 import pytest
 from chispa import assert_df_equality
 from chispa.dataframe_comparer import DataFramesNotEqualError
-from pyspark.sql import Row
 
 from tests.kafka.broker_topics import CODECS, read_cases
 
@@ -22,31 +21,15 @@ pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("kafka")]
 CASES = [case.name for case in read_cases(0)]
 
 
-# The one way segmentlog's rows differ from Spark's Kafka source, removed before comparing and
-# listed in the README; test_the_known_difference_occurs fails once it is gone, so that this
-# normalisation goes with it.
-KNOWN_DIFFERENCE = (
-    "A record without headers: Spark's Kafka source gives `headers` NULL (its row converter "
-    "puts null when the record's header iterator is empty), segmentlog an empty array. "
-    "A segmentlog bug (issue 18, the drop-in); `[]` is compared as NULL.")
-
-
 def _df(spark, rows, schema):
     return spark.createDataFrame(rows, schema)
-
-
-def without_known_difference(rows: list) -> list:
-    """segmentlog's rows with an empty `headers` array read as NULL (KNOWN_DIFFERENCE)."""
-    if not rows or "headers" not in rows[0].__fields__:
-        return rows
-    return [r if r.headers != [] else Row(**{**r.asDict(), "headers": None}) for r in rows]
 
 
 def _assert_same_read(spark, kafka, segmentlog, where: str) -> None:
     assert kafka.error is None, f"format('kafka') failed: {kafka.error}"
     assert segmentlog.error is None, f"format('segmentlog') failed ({where}): {segmentlog.error}"
     assert segmentlog.schema == kafka.schema
-    ours = without_known_difference(segmentlog.rows)
+    ours = segmentlog.rows
     try:
         assert_df_equality(_df(spark, ours, segmentlog.schema),
                            _df(spark, kafka.rows, kafka.schema))
@@ -117,10 +100,11 @@ def test_the_running_broker_had_preallocated_indexes(broker_reads):
         assert index.stat().st_size > (broker_reads.files / part.name / index.name).stat().st_size
 
 
-def test_the_known_difference_occurs(broker_reads):
-    """KNOWN_DIFFERENCE is real on these reads, and is the only thing normalised: where
-    segmentlog says [], Spark says NULL, and segmentlog never says NULL itself."""
+def test_records_without_headers_are_null_as_in_sparks_kafka_source(broker_reads):
+    """Spark's Kafka source gives `headers` NULL for a record without headers (its row converter
+    puts null when the header iterator is empty), never []; segmentlog gives the same, on the
+    same records, so a ported `WHERE headers IS NULL` keeps its meaning."""
     ours, theirs = broker_reads.stopped["every-codec"].rows, broker_reads.kafka["every-codec"].rows
-    empty = [(r.topic, r.offset) for r in ours if r.headers == []]
-    assert empty and all(r.headers is not None for r in ours)
-    assert {(r.topic, r.offset) for r in theirs if r.headers is None} == set(empty)
+    none = {(r.topic, r.offset) for r in ours if r.headers is None}
+    assert none and all(r.headers != [] for r in ours)
+    assert {(r.topic, r.offset) for r in theirs if r.headers is None} == none

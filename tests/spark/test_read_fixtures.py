@@ -40,7 +40,8 @@ def expected_df(spark, topic: str, partition: int, case_dir: Path):
         value_sha, value_len = _digest(r.value)
         rows.append((topic, partition, r.offset, r.timestamp * 1000, r.timestamp_type,
                      key_sha, key_len, value_sha, value_len,
-                     [h for h, _ in r.headers]))
+                     # no headers: NULL, as Spark's Kafka source gives it
+                     [h for h, _ in r.headers] or None))
     schema = ("topic string, partition int, offset long, ts long, timestampType int, "
               "key_sha string, key_len int, value_sha string, value_len int, "
               "header_keys array<string>")
