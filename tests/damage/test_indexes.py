@@ -72,3 +72,28 @@ def test_a_salvaging_read_rebuilds_an_unusable_index(log, healthy):
     path, _ = segments(log)[1]
     _damage(path.with_suffix(".index"), "shuffled", seed=3)
     assert read(log, failOnDataLoss="false") == healthy[1]
+
+
+@pytest.mark.parametrize("segment", [0, 1, 2])
+@pytest.mark.parametrize("kept", [0.0, 0.5, 0.9])
+def test_a_time_index_that_lost_its_last_entries(log, healthy, segment, kept):
+    """A closed segment's time index ends with its largest timestamp (written at the roll), and
+    ListOffsets skips a segment whose largest timestamp is below the one asked for. Cut at an
+    entry boundary, the index still passes every check of its own; a timestamp from the lost
+    part must then give the healthy log's rows or an error naming the index, never the next
+    segment's offsets."""
+    path, headers = segments(log)[segment]
+    index = path.with_suffix(".timeindex")
+    entries = index.stat().st_size // 12
+    assert entries >= 2
+    index.write_bytes(index.read_bytes()[:12 * int(entries * kept)])
+    # timestamps after the kept entries: the segment's last batches
+    for header in headers[-3:]:
+        options = {"startingTimestamp": str(header.max_timestamp)}
+        try:
+            rows = read(log, **options)
+        except Exception as exc:   # noqa: BLE001 - judged right here
+            assert type(exc).__module__ == "segmentlog_source.errors", exc
+            assert str(index) in str(exc), exc
+            continue
+        assert rows == read(healthy[0], **options), (kept, header.max_timestamp)
