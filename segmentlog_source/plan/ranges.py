@@ -75,6 +75,13 @@ def _checked(part: LookupView, name: str, offset: int, opts: ReadOptions,
     tp = f"{part.topic}-{part.partition}"
     if part.log_start_offset <= offset <= part.log_end_offset:
         return offset
+    unstable_end = getattr(part, "unstable_end", None)
+    if unstable_end is not None and part.log_end_offset < offset <= unstable_end:
+        raise BadOptionError(
+            name, offset, f"an open transaction holds {tp} at its last stable offset "
+            f"{part.log_end_offset}: end there, or read with isolationLevel=read_uncommitted",
+            "read_committed reads nothing past the last stable offset until the transaction "
+            "ends (Kafka's consumer waits there)")
     clamped = min(max(offset, part.log_start_offset), part.log_end_offset)
     message = (f"{name}: offset {offset} of {tp} is outside the log, which holds "
                f"[{part.log_start_offset}, {part.log_end_offset})")

@@ -127,11 +127,22 @@ class _PartitionView:
         self.partition = log.partition
         self.log_start_offset = log.log_start_offset
         self.log_end_offset = log.log_end_offset
-        self.segments = [_SegmentView(s) for s in log.segments]
+        self.unstable_end: int | None = None   # the log end, when an open transaction holds
+        self.segments = [_SegmentView(s) for s in log.segments]   # read_committed below it
         self.compacted = log.compacted
+        self.dirty_from = log.dirty_from
+
+    def hold_at_last_stable_offset(self) -> None:
+        """read_committed: the range ends at the LSO, as a consumer's fetch and ListOffsets
+        (latest) do under that isolation level; what lies past it is not decided yet."""
+        stable = self._log.last_stable_offset(self.log_end_offset)
+        if stable < self.log_end_offset:
+            self.unstable_end, self.log_end_offset = self.log_end_offset, stable
 
     def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
-        return self._log.offset_for_timestamp(timestamp_ms)
+        # (Kafka's ListOffsets answers no offset at or past the last fetchable one)
+        found = self._log.offset_for_timestamp(timestamp_ms)
+        return found if found is None or found < self.log_end_offset else None
 
 
 def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter, plan: ReadPlan,
@@ -157,6 +168,8 @@ def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter,
     pending = pending_commits(fs, fs.dirname(log.directory)).get((log.topic, log.partition))
     if pending is not None:
         view.log_end_offset = min(view.log_end_offset, pending)
+    if opts.read_committed:
+        view.hold_at_last_stable_offset()
     rng = resolve_range(view, opts)
     plan.notes.extend(rng.notes)
     lo, hi = rng.start, rng.end

@@ -232,6 +232,28 @@ def _update_producer_state(state: ProducerStateManager, segment: LogSegment, hea
         aborted.append(txn)
 
 
+def last_stable_offset(fs, directory: str, segments: list[LogSegment], log_start: int,
+                       end: int) -> int:
+    """Kafka's last stable offset at `end`: the first offset of the oldest transaction that no
+    marker has ended yet, else `end` (never below the log start, as UnifiedLog clamps it).
+
+    Producer state comes from the latest snapshot at or below `end` (read, never repaired: this
+    is a reader's question), then the batches after it; with no snapshot, from the first
+    segment. A transaction left open by a crash, or by a copy cut before its marker, holds the
+    LSO where it began: a read_committed consumer gets nothing at or past it.
+    """
+    first_base = segments[0].base_offset if segments else end
+    snaps = [s for s in snapshot_offsets(directory, fs) if first_base <= s <= end]
+    if snaps:
+        state = ProducerStateManager(read_snapshot(snapshot_path(directory, snaps[-1], fs), fs),
+                                     snaps[-1])
+    else:
+        state = ProducerStateManager(map_end_offset=first_base)
+    replay_producer_state(state, segments, end)
+    unstable = state.first_unstable_offset()
+    return end if unstable is None else max(log_start, min(unstable, end))
+
+
 def replay_producer_state(state: ProducerStateManager, segments: list[LogSegment], upto: int
                           ) -> list[AbortedTxn]:
     """Feed `state` the batches in [state.map_end_offset, upto); return the transactions that

@@ -28,8 +28,8 @@ from .checkpoints import (read_offset_checkpoint, read_partition_metadata, topic
                           write_partition_metadata)
 from .log_config import LogConfig
 from .log_directory import parse_partition_dir_name
-from .log_loader import (_delete_segment, create_empty_segment, load_for_append, plan_files,
-                         replay_producer_state)
+from .log_loader import (_delete_segment, create_empty_segment, last_stable_offset,
+                         load_for_append, plan_files, replay_producer_state)
 from .entry_scan import DEFAULT_CHUNK_BYTES
 from .log_segment import LogSegment
 from .segment_appender import SegmentAppender
@@ -155,6 +155,13 @@ class PartitionLog:
         cleaned = self._data_dir_checkpoint(CLEANER_OFFSET_CHECKPOINT)
         return compacted_by_default(self.topic) or (self.topic, self.partition) in cleaned
 
+    @property
+    def dirty_from(self) -> int | None:
+        """The first dirty offset the data directory's cleaner-offset-checkpoint gives this
+        partition: the cleaner has removed nothing at or past it (None: not listed)."""
+        return self._data_dir_checkpoint(CLEANER_OFFSET_CHECKPOINT).get(
+            (self.topic, self.partition))
+
     def lost_data(self, end: int | None = None) -> list[str]:
         """What the files around the segments say is missing from them, one sentence each:
         index files whose `.log` is gone (unless a `.log.deleted` says retention was taking
@@ -268,7 +275,8 @@ class PartitionLog:
                 if found is None:   # (a segment with no timestamp says its mtime: go on)
                     continue
                 if i > 0:
-                    check_passed_over(self.segments[i - 1], segment, self.name, self.compacted)
+                    check_passed_over(self.segments[i - 1], segment, self.name, self.compacted,
+                                      self.dirty_from)
                 if i + 1 < len(self.segments):
                     check_meets_next(segment, self.segments[i + 1])
                 return None if found[0] >= self.log_end_offset else found[0]
@@ -298,6 +306,12 @@ class PartitionLog:
                                         allow_torn_tail=current is self.segments[-1])
             for header, entry in scan:
                 yield current, header, entry
+
+    def last_stable_offset(self, end: int | None = None) -> int:
+        """The LSO at `end` (default: the log end): where read_committed stops (log_loader)."""
+        end = self.log_end_offset if end is None else end
+        return last_stable_offset(self.fs, self.directory, self.segments, self.log_start_offset,
+                                  end)
 
     def aborted_transactions(self, start_offset: int, upper_bound: int, *,
                              from_batches: bool = False) -> list[AbortedTxn]:
