@@ -67,6 +67,7 @@ class PartitionView(Protocol):
     log_end_offset: int
     segments: Sequence[SegmentView]
     compacted: bool   # signs of compaction: offset gaps are the cleaner's, not lost data
+    dirty_from: int | None   # ... but none at or past the cleaner checkpoint's offset
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,7 @@ class ScanTask:
     ends_segment: bool = True
     next_segment_base: int | None = None
     compacted: bool = False
+    dirty_from: int | None = None            # the cleaner checkpoint's first dirty offset
     indexed_last_offset: int | None = None   # a closed segment's batches reach at least this
     named_offsets: tuple[int, ...] = ()      # offsets the segment's indexes name last
 
@@ -187,8 +189,9 @@ def plan_partition(part: PartitionView, lo: int, hi: int,
         if seg_end <= lo or seg.base_offset >= hi:
             continue
         if seg.size == 0:   # holds none of the offsets up to the next segment: lost, or compacted
-            if not part.compacted and on_missing is not None and seg.base_offset < seg_end:
-                on_missing(seg, seg.base_offset, seg_end)
+            lost_from = _not_cleaned_from(part, seg.base_offset)
+            if lost_from is not None and on_missing is not None and lost_from < seg_end:
+                on_missing(seg, lost_from, seg_end)
             continue
         # (the last segment may hold batches past the end the read is to stop at, as when a
         # commit is under way: its range ends at the batch holding hi, found like any other)
@@ -201,8 +204,11 @@ def plan_partition(part: PartitionView, lo: int, hi: int,
             first = max(lo, seg.base_offset) if missing_from is None else missing_from
             stop = min(hi, seg_end)
             named = seg.indexed_last_offset()
-            if first < stop and (not part.compacted or named is not None and (
-                    first <= named < stop or missing_from is not None and named >= missing_from)):
+            lost_from = _not_cleaned_from(part, first)
+            if lost_from is not None and lost_from < stop:
+                on_missing(seg, lost_from, stop)
+            elif first < stop and named is not None and (
+                    first <= named < stop or missing_from is not None and named >= missing_from):
                 on_missing(seg, first, stop)
         if end > start:
             if start == 0 and not tasks and i > 0 and part.compacted:
@@ -211,10 +217,19 @@ def plan_partition(part: PartitionView, lo: int, hi: int,
             tasks.append(ScanTask(part.topic, part.partition, seg.log_path, start, end, lo, hi,
                                   segment_base=seg.base_offset, after_offset=after,
                                   ends_segment=end == seg.size, next_segment_base=next_base,
-                                  compacted=part.compacted,
+                                  compacted=part.compacted, dirty_from=part.dirty_from,
                                   indexed_last_offset=seg.indexed_last_offset(),
                                   named_offsets=seg.named_offsets()))
     return tasks
+
+
+def _not_cleaned_from(part: PartitionView, first: int) -> int | None:
+    """Where offsets from `first` on can no longer be the cleaner's to have removed: `first`
+    with no sign of compaction, the first dirty offset past it when the cleaner checkpoint
+    gives one, else None (the cleaner may have been anywhere)."""
+    if not part.compacted:
+        return first
+    return None if part.dirty_from is None else max(first, part.dirty_from)
 
 
 def _check_ends_below(before: SegmentView, seg: SegmentView) -> None:

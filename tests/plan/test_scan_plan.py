@@ -71,6 +71,7 @@ class FakePartition:
     log_start_offset: int = 0
     log_end_offset: int = 0
     compacted: bool = False
+    dirty_from: int | None = None
 
 
 def make_partition(draw_sizes, records_per_batch, timestamps, batches_per_segment):
@@ -166,6 +167,16 @@ def test_offsets_the_cleaner_removed_are_no_loss_unless_the_indexes_name_them():
     part = FakePartition([FakeSegment(0, batches, log_path="seg0.log")], log_end_offset=7)
     plan_partition(part, 0, 1, lambda seg, a, b: heard.append((a, b)))
     assert heard[-1] == (0, 1)
+    # the cleaner checkpoint at 1: offset 0 may be the cleaner's, offset 1 is lost
+    part = FakePartition([FakeSegment(0, batches, log_path="seg0.log")], log_end_offset=7,
+                         compacted=True, dirty_from=1)
+    plan_partition(part, 0, 2, lambda seg, a, b: heard.append((a, b)))
+    assert heard[-1] == (1, 2)
+    # ... and at 2 (the cleaner went up to the first batch): neither is lost
+    heard.clear()
+    part.dirty_from = 2
+    assert plan_partition(part, 0, 2, lambda seg, a, b: heard.append((a, b))) == []
+    assert heard == []
 
 
 def test_empty_range_plans_nothing():

@@ -10,6 +10,9 @@ partition that shows no sign of compaction, a gap is a moved base offset or a lo
 Signs of compaction (`CompactionEvidence`): the data directory's `cleaner-offset-checkpoint`
 lists the partition, the topic is one Kafka or its ecosystem compacts by default, or a batch
 the cleaner shaped (fewer records than offsets, a delete horizon) is seen in the same scan.
+Where the checkpoint lists the partition, its offset (the first dirty offset) also bounds
+where the cleaner has been: it never removed a record at or past it, so a gap reaching that far
+(`dirty_from`) is no cleaner's, compacted topic or not.
 """
 
 from __future__ import annotations
@@ -61,14 +64,15 @@ class BatchSequence:
 
     def __init__(self, path: str, segment_base: int, previous_last: int | None = None, *,
                  compacted: bool = False, start_checked: bool = True,
-                 next_segment_base: int | None = None):
+                 next_segment_base: int | None = None, dirty_from: int | None = None):
         self.path = path
         self.segment_base = segment_base
         self.next_segment_base = next_segment_base   # every offset of the segment lies below
         self.at_segment_start = previous_last is None
         self.previous_last = segment_base - 1 if previous_last is None else previous_last
         self.unchecked = not start_checked   # the next batch is another reader's to check
-        self.compacted = compacted
+        self.compacted = compacted   # signs of compaction (below dirty_from, when known)
+        self.dirty_from = dirty_from
         self.gaps: list[OffsetGap] = []
         self.gap_expected = False
 
@@ -108,6 +112,17 @@ class BatchSequence:
         self.previous_last = header.last_offset
         self.at_segment_start = False
 
+    def gap_excused(self, gap: OffsetGap) -> bool:
+        """Whether the cleaner may have left `gap`: signs of compaction, and the gap ends at or
+        below the first dirty offset (when the cleaner checkpoint gives one)."""
+        return self.compacted and (self.dirty_from is None or gap.next_offset <= self.dirty_from)
+
+    @property
+    def in_cleaned_part(self) -> bool:
+        """Whether the batches checked so far may lie where the cleaner has been."""
+        return self.compacted and (self.dirty_from is None
+                                   or self.previous_last < self.dirty_from)
+
     def rewind(self, previous_last: int) -> None:
         """Forget batches after the one ending at `previous_last` (a salvaging reader dropped
         them)."""
@@ -146,11 +161,17 @@ class BatchSequence:
                                    self.path, header.position)
 
     def finish(self) -> None:
-        """Raise for the first gap, unless the partition showed signs of compaction."""
-        if self.compacted or not self.gaps:
+        """Raise for the first gap the cleaner cannot have left (gap_excused)."""
+        gaps = [g for g in self.gaps if not self.gap_excused(g)]
+        if not gaps:
             return
-        gap = self.gaps[0]
+        gap = gaps[0]
         missing = f"offsets {gap.first_missing}..{gap.next_offset - 1}"
+        if self.compacted:     # past the first dirty offset: not the cleaner's
+            raise CorruptDataError(f"{missing} are missing, at or past {self.dirty_from}, where "
+                                   f"the data directory's cleaner-offset-checkpoint says the "
+                                   f"log cleaner has not been (a base offset was changed, or a "
+                                   f"segment lost?)", self.path, gap.position)
         if gap.between_segments:
             raise DataLossError(f"{self.path}: {missing} are missing after this segment, before "
                                 f"{file_name(gap.next_offset, LOG_SUFFIX)}: no segment holds "

@@ -65,7 +65,8 @@ class CheckedScan:
     def __init__(self, fs, path: str, start: int, end: int, *, segment_base: int,
                  after_offset: int | None = None, start_checked: bool = True,
                  ends_segment: bool = True, next_segment_base: int | None = None,
-                 compacted: bool = False, indexed_last_offset: int | None = None,
+                 compacted: bool = False, dirty_from: int | None = None,
+                 indexed_last_offset: int | None = None,
                  named_offsets: tuple[int, ...] = (),
                  verify_crc: bool = True, salvage: bool = False,
                  offset_limit: int | None = None, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
@@ -79,7 +80,8 @@ class CheckedScan:
         self.stats, self.expected_size = stats, expected_size
         self.sequence = BatchSequence(path, segment_base, after_offset, compacted=compacted,
                                       start_checked=start_checked,
-                                      next_segment_base=next_segment_base)
+                                      next_segment_base=next_segment_base,
+                                      dirty_from=dirty_from)
         self.skipped: list[Skipped] = []
         self.resynced = False
 
@@ -198,7 +200,7 @@ class CheckedScan:
         """Salvaging, a gap in a partition with no sign of compaction is not left for a later
         excuse: the batch after it may be one whose base offset moved up, so it is dropped."""
         seq = self.sequence
-        if not (self.salvage and seq.gaps and not seq.compacted):
+        if not (self.salvage and seq.gaps and not seq.gap_excused(seq.gaps[-1])):
             return False
         gap = seq.gaps.pop()
         self._skip(header.position, header.end, f"offsets {gap.first_missing}.."
@@ -220,7 +222,8 @@ class CheckedScan:
         below the next batch's pass; so a gap after such a batch confirms nothing, and it is
         skipped (unless the indexes name its offsets) rather than read at offsets that may have
         moved (baseOffset is outside the CRC)."""
-        if not (held.resynced and self.sequence.compacted) or self._indexes_name(held.header) \
+        if not (held.resynced and self.sequence.in_cleaned_part) \
+                or self._indexes_name(held.header) \
                 or first == held.header.last_offset + 1:
             return False
         self._skip(held.header.position, held.header.end, "unconfirmed: found after damaged "
@@ -266,7 +269,7 @@ class CheckedScan:
             raise err
         this_bad = self.verify_crc and not header.crc_is_valid(entry)
         if held is not None and not held_bad and (this_bad or (held.vouched and
-                                                               not seq.compacted)):
+                                                               not seq.in_cleaned_part)):
             self._skip(header.position, header.end, "CRC mismatch" if this_bad else err.reason)
             seq.rewind(held.header.last_offset)
             seq.expect_gap()
@@ -281,7 +284,7 @@ class CheckedScan:
 
     def _keep_if_vouched(self, held: _Held | None, why: str) -> _Held | None:
         """The held batch's successor is lost: keep it if its predecessor vouched for it."""
-        if held is None or (held.vouched and not self.sequence.compacted):
+        if held is None or (held.vouched and not self.sequence.in_cleaned_part):
             return held
         self._skip(held.header.position, held.header.end, f"unconfirmed: {why}")
         self.sequence.rewind(held.before)

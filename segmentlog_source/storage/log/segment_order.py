@@ -36,11 +36,14 @@ def check_segment_order(segments) -> None:
                                f"{bound}: a renamed segment?", segment.log_path, 0)
 
 
-def check_passed_over(before, segment, name: str, compacted: bool) -> None:
+def check_passed_over(before, segment, name: str, compacted: bool,
+                      dirty_from: int | None = None) -> None:
     """A lookup by timestamp that passed over `before` answers from `segment`: offsets
-    missing between the two (a lost segment) could have held the answer."""
+    missing between the two (a lost segment) could have held the answer. (The cleaner leaves
+    such gaps, but none reaching past the first dirty offset, `dirty_from`.)"""
     end = before.read_next_offset()
-    if end < segment.base_offset and not compacted:
+    cleaners = compacted and (dirty_from is None or segment.base_offset <= dirty_from)
+    if end < segment.base_offset and not cleaners:
         raise DataLossError(f"offsets {end}..{segment.base_offset - 1} of {name} are missing "
                             f"between {before.log_path} and {segment.log_path}: a lookup by "
                             f"timestamp cannot tell whether the answer was there")
