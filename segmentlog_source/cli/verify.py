@@ -109,6 +109,7 @@ def verify_partition(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INT
     checker = _LogChecker(log, report, problems)
     leo = None
     following = [s.base_offset for s in log.segments[1:]] + [None]
+    earlier = _EarlierStarts(log.segments[0].base_offset if log.segments else 0)
     for segment, next_base in zip(log.segments, following):
         batches = checker.check_segment(segment, next_base)
         if progress is not None:
@@ -118,7 +119,9 @@ def verify_partition(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INT
         # A closed segment's indexes are final; so are the active one's after a clean close,
         # which leaves a producer snapshot at the log end offset.
         closed = not segment.active or (leo is not None and snapshots and snapshots[-1] == leo)
-        _check_indexes(segment, batches, closed, snapshots, index_interval_bytes, problems)
+        _check_indexes(segment, batches, closed, snapshots, index_interval_bytes, problems,
+                       earlier)
+        earlier.add(batches)
     if leo is not None:
         try:
             for what in log.lost_data(end=leo):
@@ -153,6 +156,20 @@ def _check_small_files(log: PartitionLog, problems: Reporter) -> list[int]:
     return snapshots
 
 
+class _EarlierStarts:
+    """Where the transactions of the segments checked so far began: a `.txnindex` entry may
+    name a first offset in an earlier segment (a transaction spanning a roll)."""
+
+    def __init__(self, first_base: int):
+        self.first_base = first_base   # (a transaction that began below it: not ours to know)
+        self.starts: set[tuple[int, int]] = set()
+        self.complete = True   # every earlier segment scanned to its end
+
+    def add(self, batches: _SegmentBatches) -> None:
+        self.starts |= batches.txn_starts
+        self.complete = self.complete and batches.complete
+
+
 class _LogChecker:
     """Scans every batch of every segment, in order, keeping the previous batch's last offset."""
 
@@ -160,10 +177,10 @@ class _LogChecker:
         self.report = report
         self.problems = problems
         try:
-            self.compacted = log.compacted
+            self.compacted, self.dirty_from = log.compacted, log.dirty_from
         except CorruptDataError as err:   # the data directory's cleaner-offset-checkpoint
             problems.located(err, log.directory)
-            self.compacted = False
+            self.compacted, self.dirty_from = False, None
         self.sequence: BatchSequence | None = None
         self.decoder = ColumnarDecoder(verify_crc=False, fields=())
 
@@ -171,7 +188,7 @@ class _LogChecker:
         """Check one segment; `next_base` is the next segment's base offset (None: the last)."""
         batches = _SegmentBatches()
         self.sequence = BatchSequence(segment.log_path, segment.base_offset,
-                                      compacted=self.compacted)
+                                      compacted=self.compacted, dirty_from=self.dirty_from)
         scan = segment.iter_entries(allow_torn_tail=True)
         try:
             self.report.size += segment.size
@@ -245,7 +262,7 @@ class _LogChecker:
 
 
 def _check_indexes(segment: LogSegment, batches: _SegmentBatches, closed: bool, snapshots,
-                   interval: int, problems: Reporter) -> None:
+                   interval: int, problems: Reporter, earlier: _EarlierStarts) -> None:
     fs = segment.fs
     missing = [p for p in (segment.index_path, segment.time_index_path) if not fs.exists(p)]
     if missing:
@@ -262,10 +279,12 @@ def _check_indexes(segment: LogSegment, batches: _SegmentBatches, closed: bool, 
             _check_offset_entries(offset_index, batches, problems, live)
         if time_index is not None:
             _check_time_entries(time_index, batches, problems, live)
+            if not segment.active:
+                _check_largest_timestamp(time_index, batches, problems)
         if closed and offset_index is not None and time_index is not None:
             _compare_with_rebuilt(segment, offset_index, time_index, snapshots, interval, problems)
     try:
-        _check_txn_index(segment, batches, problems, closed)
+        _check_txn_index(segment, batches, problems, closed, earlier)
     except CorruptDataError as err:
         problems.located(err, segment.txn_index_path)
 
@@ -348,6 +367,24 @@ def _check_time_entries(index: TimeIndex, batches: _SegmentBatches, problems: Re
                                kind="timestamp mismatch")
 
 
+def _check_largest_timestamp(index: TimeIndex, batches: _SegmentBatches,
+                             problems: Reporter) -> None:
+    """A closed segment's time index ends with the segment's largest timestamp (the broker
+    appends it at the roll); lookups by time skip the segment on that entry, so one below a
+    batch's timestamp (entries lost) would skip records the lookup wants."""
+    if not len(index) or not batches.record_max_timestamps:
+        return
+    timestamp, offset = index.entry(len(index) - 1)
+    largest = max(batches.record_max_timestamps)
+    if timestamp < largest:
+        j = batches.record_max_timestamps.index(largest)
+        problems.error(index.path, (len(index) - 1) * index.dtype.itemsize,
+                       f"the last entry ({timestamp}, {offset}) is not the segment's largest "
+                       f"timestamp: the batch at offsets {batches.base_offsets[j]}.."
+                       f"{batches.last_offsets[j]} has {largest} (entries lost?)",
+                       kind="largest timestamp missing")
+
+
 def _compare_with_rebuilt(segment: LogSegment, offset_index: OffsetIndex, time_index: TimeIndex,
                           snapshots, interval: int, problems: Reporter) -> None:
     headers = (h for h, _ in segment.iter_headers(allow_torn_tail=True))
@@ -372,7 +409,7 @@ def _compare_with_rebuilt(segment: LogSegment, offset_index: OffsetIndex, time_i
 
 
 def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: Reporter,
-                     closed: bool = True) -> None:
+                     closed: bool, earlier: _EarlierStarts) -> None:
     fs, path = segment.fs, segment.txn_index_path
     if not fs.exists(path):
         if batches.complete and batches.abort_markers and segment.has_index_files:
@@ -398,8 +435,11 @@ def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: Re
         if previous is not None and txn.last_offset <= previous:
             problems.error(path, where, f"entry {i}: last offset {txn.last_offset} is not above "
                            f"the previous entry's {previous}")
-        if (batches.complete and txn.first_offset >= segment.base_offset
-                and (txn.producer_id, txn.first_offset) not in batches.txn_starts):
+        starts, scanned = ((batches.txn_starts, batches.complete)
+                           if txn.first_offset >= segment.base_offset
+                           else (earlier.starts, earlier.complete
+                                 and txn.first_offset >= earlier.first_base))
+        if scanned and (txn.producer_id, txn.first_offset) not in starts:
             problems.error(path, where, f"entry {i}: no transactional batch of producer "
                            f"{txn.producer_id} starts at offset {txn.first_offset}",
                            kind="no first batch")
