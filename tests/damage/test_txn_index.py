@@ -11,6 +11,7 @@ import struct
 
 import pytest
 
+from segmentlog_source.errors import SegmentLogError
 from segmentlog_source.storage.log.partition_log import PartitionLog
 from tests.damage.helpers import generated, read, read_error, verify_errors
 
@@ -76,3 +77,24 @@ def test_healthy_transactions_read_exactly(healthy):
     assert verify_errors(path) == []
     everything = read(path)
     assert 0 < len(rows) < len(everything)     # aborted rows exist, and are dropped
+
+
+@pytest.mark.parametrize("back", [1, 3])
+def test_a_first_offset_moved_into_an_earlier_segment(log, back):
+    """A transaction may begin in an earlier segment than its ABORT marker; an entry whose
+    first offset moved there, where no transactional batch of its producer starts, drops
+    committed rows: read_committed fails, and verify names the .txnindex."""
+    entries = [e for e in _entries(log) if int(e[0].stem) > 0]
+    assert entries, "the generated log must hold aborts past its first segment"
+    for path, i, first, last, stable in entries:
+        target = int(path.stem) - back    # inside the segment before: no batch starts there
+        starts = {h.base_offset for s in PartitionLog.open(str(log)).segments
+                  for h, _ in s.iter_entries()}
+        if target in starts or target >= first:
+            continue
+        _poke(path, i, FIRST, target)
+        with pytest.raises(SegmentLogError):
+            read(log, isolationLevel="read_committed")
+        assert any(str(path) in e and f"entry {i}" in e for e in verify_errors(log))
+        return
+    pytest.fail("no entry could be moved into an earlier segment")

@@ -80,6 +80,11 @@ def evidence_contradicts(data: str, partition: str, batches: list[dict]) -> str 
                 holder = [b for b in segment if b["first"] <= base + rel <= b["last"]]
                 if not holder or holder[0]["max_ts"] != ts:
                     return f"{name} entry {k}"
+            # a closed segment's index ends with its largest timestamp (written at the roll)
+            closed = any(b["segment"] > base for b in batches)
+            if closed and len(raw) >= 12 and segment and struct.unpack_from(
+                    ">q", raw, 12 * (len(raw) // 12 - 1))[0] < max(b["max_ts"] for b in segment):
+                return f"{name} last entry"
         elif suffix == "txnindex":
             for k in range(len(raw) // 34):
                 pid, _first, last = struct.unpack_from(">qqq", raw, 34 * k + 2)
@@ -89,6 +94,12 @@ def evidence_contradicts(data: str, partition: str, batches: list[dict]) -> str 
         elif suffix == "snapshot" and end is not None and base > end:
             return name
     topic, _, number = partition.rpartition("-")
+    dirty = _cleaner_checkpoint(data, topic, number)
+    if dirty is not None:
+        # the cleaner removed nothing at or past its checkpoint: no gap may reach past it
+        for before, after in zip(batches, batches[1:]):
+            if after["first"] > before["last"] + 1 and after["first"] > dirty:
+                return f"cleaner-offset-checkpoint ({dirty}) against the gap before {after['first']}"
     for name in os.listdir(data):
         file = os.path.join(data, name)
         if name.endswith("-checkpoint") and os.path.isfile(file) and end is not None:
@@ -99,6 +110,20 @@ def evidence_contradicts(data: str, partition: str, batches: list[dict]) -> str 
                             and fields[2].isdigit() and int(fields[2]) > end
                             and name != "cleaner-offset-checkpoint"):
                         return name
+    return None
+
+
+def _cleaner_checkpoint(data: str, topic: str, number: str) -> int | None:
+    """The first dirty offset the data directory's cleaner-offset-checkpoint gives the
+    partition (None: not listed, or no such file)."""
+    file = os.path.join(data, "cleaner-offset-checkpoint")
+    if not os.path.isfile(file):
+        return None
+    with open(file, "rb") as f:
+        for line in f.read().decode("utf-8", "replace").splitlines()[2:]:
+            fields = line.split()
+            if len(fields) == 3 and fields[:2] == [topic, number] and fields[2].isdigit():
+                return int(fields[2])
     return None
 
 
@@ -166,7 +191,7 @@ def _legacy_batch(entry: bytes, magic: int) -> dict:
         elif parsed[-1][0] != offset:
             raise Invalid("wrapper offset is not its last inner offset")
         records = [(o, timestamp if log_append else t, ts_type, k, v) for o, t, k, v in parsed]
-    rows = [(o, t, tt, k, v, ()) for o, t, tt, k, v in records]
+    rows = [(o, t, tt, k, v, None) for o, t, tt, k, v in records]   # no headers: NULL
     return dict(first=rows[0][0], last=rows[-1][0], control=False, transactional=False,
                 producer=-1, rows=rows, markers=[])
 
@@ -189,7 +214,7 @@ def _v2_batch(entry: bytes) -> dict:
             raise Invalid("record offset outside the batch")
         if rows and record.offset <= rows[-1][0]:
             raise Invalid("record offsets do not increase")
-        headers = tuple((k, v) for k, v in record.headers)
+        headers = tuple((k, v) for k, v in record.headers) or None   # none: NULL, as Spark
         rows.append((record.offset, record.timestamp, ts_type, record.key, record.value, headers))
         if batch.is_control_batch:
             key = record.key
@@ -300,6 +325,9 @@ def expected_rows(batches: list[dict], first_segment: int, topic: str, partition
                 open_batches.pop(b["producer"], None)
             elif b["transactional"]:
                 open_batches.setdefault(b["producer"], []).append(i)
+        # a transaction still open at the end holds the last stable offset where it began:
+        # a read_committed consumer gets nothing at or past it
+        stable = min((batches[ids[0]]["first"] for ids in open_batches.values()), default=None)
         return _rows_us([r for i, b in enumerate(batches) if not b["control"] and i not in aborted
-                         for r in b["rows"]])
+                         for r in b["rows"] if stable is None or r[0] < stable])
     return _rows_us(data)
