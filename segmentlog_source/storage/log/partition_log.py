@@ -323,8 +323,10 @@ class PartitionLog:
         not trust the `.txnindex` files).
         """
         if from_batches or not all(s.has_index_files for s in self.segments):
+            # to the log end: a transaction begun below upper_bound may end (with its ABORT
+            # marker) past it, as the .txnindex would list it
             state = ProducerStateManager(map_end_offset=self.segments[0].base_offset)
-            return [t for t in replay_producer_state(state, self.segments, upper_bound)
+            return [t for t in replay_producer_state(state, self.segments, self.log_end_offset)
                     if t.last_offset >= start_offset and t.first_offset < upper_bound]
         segment = self.segment_for(start_offset)
         if segment is None:
