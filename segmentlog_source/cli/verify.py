@@ -56,6 +56,7 @@ class _SegmentBatches:
         self.abort_markers: dict[int, int] = {}   # offset -> producer id
         self.txn_starts: set[tuple[int, int]] = set()   # (producer id, base offset)
         self.complete = True  # False when an error stopped the scan early
+        self.torn = False     # a partial batch after the last whole one
 
     def add(self, header: BatchHeader, base_offset: int, record_max_timestamp: int) -> None:
         if header.is_transactional and not header.is_control:
@@ -167,7 +168,8 @@ class _EarlierStarts:
 
     def add(self, batches: _SegmentBatches) -> None:
         self.starts |= batches.txn_starts
-        self.complete = self.complete and batches.complete
+        # (a torn tail lost the batches after it: their transactions' entries say no more)
+        self.complete = self.complete and batches.complete and not batches.torn
 
 
 class _LogChecker:
@@ -198,6 +200,7 @@ class _LogChecker:
             self.problems.located(err, segment.log_path)
             batches.complete = False
         if scan.torn_tail is not None:
+            batches.torn = True
             tail = scan.torn_tail
             self.problems.error(segment.log_path, tail.position,
                                 f"the last {tail.length} bytes are not a whole batch (a torn "

@@ -254,7 +254,9 @@ def test_lookups_on_generated_logs_agree_with_brute_force(tmp_path_factory, spec
             log.append_batches(make_batch(stamps, value_size=size, base_offset=base))
     assert_indexes_are_rebuilt_ones(path, interval)
     # offset gaps are the cleaner's: without its checkpoint a gap between segments is data loss
-    write_offset_checkpoint(str(path.parent / "cleaner-offset-checkpoint"), {("gen", 0): 0})
+    # (and the cleaner has been everywhere: at its checkpoint, the log end)
+    end = PartitionLog.open(str(path)).log_end_offset
+    write_offset_checkpoint(str(path.parent / "cleaner-offset-checkpoint"), {("gen", 0): end})
     log = PartitionLog.open(str(path))
     brute = BruteForce(log)
     for offset in range(log.log_end_offset + 1):
