@@ -43,8 +43,15 @@ BROKER_ONLY_READ = ("kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries",
                     "fetchOffset.retryIntervalMs", "groupIdPrefix", "maxOffsetsPerTrigger",
                     "minOffsetsPerTrigger", "maxTriggerDelay")
 
-_KINDS = {"read": (READ, BROKER_ONLY_READ), "write": (WRITE, ())}
-_OTHER = {"read": "write", "write": "read"}
+# A stream takes a read's options, and the trigger ones take effect there.
+TRIGGER = ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay")
+STREAM = READ + TRIGGER
+BROKER_ONLY_STREAM = tuple(n for n in BROKER_ONLY_READ if n not in TRIGGER)
+
+_KINDS = {"read": (READ, BROKER_ONLY_READ), "write": (WRITE, ()),
+          "stream": (STREAM, BROKER_ONLY_STREAM)}
+_OTHER = {"read": "write", "write": "read", "stream": "write"}
+_CLIENT_KIND = {"read": "read", "stream": "read", "write": "write"}   # a consumer, a producer
 
 
 @dataclass(frozen=True)
@@ -66,7 +73,7 @@ class Screened:
 
 
 def screen(options: Mapping[str, object], kind: str) -> Screened:
-    """Check every name of a `kind` ("read" or "write") and map `kafka.` options; raise a
+    """Check every name of a `kind` ("read", "stream" or "write") and map `kafka.` options; raise a
     BadOptionError for a name segmentlog does not take."""
     own, broker_only = _KINDS[kind]
     own_names = {n.lower() for n in own}
@@ -81,7 +88,8 @@ def screen(options: Mapping[str, object], kind: str) -> Screened:
         if name.startswith("fs."):
             out[name] = value
         elif name.startswith(kafka_options.PREFIX):
-            what, arg = kafka_options.classify(name[len(kafka_options.PREFIX):], kind)
+            what, arg = kafka_options.classify(name[len(kafka_options.PREFIX):],
+                                               _CLIENT_KIND[kind])
             if what == "mapped":
                 problem = kafka_options.value_problem(name[len(kafka_options.PREFIX):], value)
                 if problem is not None:
@@ -135,8 +143,8 @@ def _unknown(name: str, kind: str) -> BadOptionError:
         return BadOptionError(name, None, f"a {other} option, not a {kind} option: {hint}")
     detail = None
     if name.startswith(kafka_options.PREFIX):
-        candidates = kafka_options.known_names(kind)
-        client = "consumer" if kind == "read" else "producer"
+        candidates = kafka_options.known_names(_CLIENT_KIND[kind])
+        client = "producer" if kind == "write" else "consumer"
         what = f"not a Kafka {client} setting segmentlog knows, so it may change the data"
     else:
         candidates = [*own, *broker_only]

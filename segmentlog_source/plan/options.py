@@ -109,18 +109,20 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
     """Parse Spark's (case-insensitive, all-string) options into ReadOptions."""
     screened = screen(options, "read")
     try:
-        return _parse(screened)
+        return parse_fields(screened)
     except BadOptionError as err:
         raise screened.renamed(err) from None
 
 
-def _parse(screened: Screened) -> ReadOptions:
+def parse_fields(screened: Screened, stream: bool = False) -> ReadOptions:
+    """ReadOptions from screened names; `stream`: a streaming query's (it starts at latest by
+    default and has no end: plan/stream_options.py)."""
     opts = screened.options
     paths = _paths(opts)
     assign, subscribe, pattern = _selector(opts)
     _check_trigger_bounds(opts)
-    starting = _bound(opts, "starting", EARLIEST)
-    ending = _bound(opts, "ending", LATEST)
+    starting = _bound(opts, "starting", LATEST if stream else EARLIEST, stream)
+    ending = BoundSpec(LATEST) if stream else _bound(opts, "ending", LATEST)
 
     return ReadOptions(
         paths=paths,
@@ -269,7 +271,7 @@ def _timestamp(name: str, raw: str) -> int:
     return value
 
 
-def _bound(opts: dict, which: str, default: int) -> BoundSpec:
+def _bound(opts: dict, which: str, default: int, stream: bool = False) -> BoundSpec:
     """startingX or endingX. Precedence as in Spark: xTimestamp > xOffsetsByTimestamp > xOffsets."""
     offsets_name = f"{which}Offsets"
     by_ts_name = f"{which}OffsetsByTimestamp"
@@ -290,10 +292,12 @@ def _bound(opts: dict, which: str, default: int) -> BoundSpec:
                                                     "batch query")
         return BoundSpec(EARLIEST)
     if text.lower() == "latest":
-        if which == "starting":
+        if which == "starting" and not stream:
             raise BadOptionError(offsets_name, raw, "latest is not allowed for the start of a "
                                                     "batch query")
         return BoundSpec(LATEST)
-    # Batch queries: a start cannot be "latest" (-1) and an end cannot be "earliest" (-2).
-    allowed = (EARLIEST,) if which == "starting" else (LATEST,)
+    # Batch queries: a start cannot be "latest" (-1) and an end cannot be "earliest" (-2);
+    # a stream may start at either.
+    allowed = ((EARLIEST, LATEST) if stream else (EARLIEST,)) if which == "starting" \
+        else (LATEST,)
     return BoundSpec(default, offsets=_partition_map(offsets_name, text, allowed))

@@ -145,6 +145,53 @@ class _PartitionView:
         return found if found is None or found < self.log_end_offset else None
 
 
+def _end_view(log: PartitionLog, opts: ReadOptions, pending_commits) -> _PartitionView:
+    """The partition as a read planned now sees it: its end the last whole batch, capped at an
+    unfinished commit and, with read_committed, at the last stable offset."""
+    view = _PartitionView(log)
+    if log.segments and log.segments[-1].index_problem is not None:
+        # (salvaging) damage where the log end is found: no end offset to plan with
+        raise log.segments[-1].index_problem
+    # The end offset first, then the unfinished commits: a commit that starts between the
+    # two reads is then capped too (storage/commit/commit_log.py says why the order matters).
+    fs = log.fs
+    pending = pending_commits(fs, fs.dirname(log.directory)).get((log.topic, log.partition))
+    if pending is not None:
+        view.log_end_offset = min(view.log_end_offset, pending)
+    if opts.read_committed:
+        view.hold_at_last_stable_offset()
+    return view
+
+
+@dataclass(frozen=True)
+class PartitionOffsets:
+    log_start: int
+    start: int        # where the options' start resolves to
+    end: int          # where a read planned now would end ("latest")
+
+
+def stream_offsets(opts: ReadOptions) -> dict[tuple[str, int], PartitionOffsets]:
+    """The offsets of every partition the options select, present now (none yet: empty): what a
+    streaming query's offsets are made of (spark/stream_reader.py)."""
+    out = {}
+    pending_by_dir: dict[str, dict] = {}
+
+    def pending_commits(fs, log_dir: str) -> dict:
+        if log_dir not in pending_by_dir:
+            pending_by_dir[log_dir] = pending_commit_offsets(log_dir, fs)
+        return pending_by_dir[log_dir]
+
+    for pdir in find_partitions(list(opts.paths), config=opts.store):
+        if not opts.selects_partition(pdir.topic, pdir.partition):
+            continue
+        log = PartitionLog.open(pdir.path, pdir.fs, topic=pdir.topic, partition=pdir.partition)
+        view = _end_view(log, opts, pending_commits)
+        start = resolve_range(view, opts).start
+        out[(log.topic, log.partition)] = PartitionOffsets(view.log_start_offset, start,
+                                                           view.log_end_offset)
+    return out
+
+
 def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter, plan: ReadPlan,
                     pending_commits
                     ) -> tuple[list[ScanTask], dict, list[AbortedRange], PlannedRange | None]:
@@ -159,17 +206,7 @@ def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter,
     # snapshots and checkpoints meanwhile, and those must not look as if they were beyond it.
     for loss in log.lost_data():
         _data_loss(opts, plan, loss)
-    view = _PartitionView(log)
-    if log.segments and log.segments[-1].index_problem is not None:
-        # (salvaging) damage where the log end is found: no end offset to plan with
-        raise log.segments[-1].index_problem
-    # The end offset first, then the unfinished commits: a commit that starts between the
-    # two reads is then capped too (storage/commit/commit_log.py says why the order matters).
-    pending = pending_commits(fs, fs.dirname(log.directory)).get((log.topic, log.partition))
-    if pending is not None:
-        view.log_end_offset = min(view.log_end_offset, pending)
-    if opts.read_committed:
-        view.hold_at_last_stable_offset()
+    view = _end_view(log, opts, pending_commits)
     rng = resolve_range(view, opts)
     plan.notes.extend(rng.notes)
     lo, hi = rng.start, rng.end

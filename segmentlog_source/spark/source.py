@@ -1,9 +1,10 @@
-"""The `segmentlog` Python Data Source: Kafka log directories as DataFrames (and, later, sinks).
+"""The `segmentlog` Python Data Source: Kafka log directories as DataFrames, streams and sinks.
 
 The driver plans (plan.read_plan) in Spark's planner process; executors run spark.reader on
 each group. Options are parsed in `schema()` at `load()` time, so a bad option fails there
-with its name, and the one warning about ignored options is given there (`schema()` runs once
-per `load()`; `reader()` once per query). `partitions()` may not pass state to `read()` through
+with its name; the one warning about ignored options waits for `reader()` (once per query) or
+`streamReader()`, since only they know whether the options are a batch read's or a stream's
+(a trigger option means something to a stream). `partitions()` may not pass state to `read()` through
 `self` (PySpark pickles the reader before calling it), so all a task needs travels in its
 InputPartition.
 
@@ -13,20 +14,18 @@ the traceback): the reader completes the storage layer's errors with the option 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import logging
 
-import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-
-from ..errors import BadOptionError, CorruptDataError, FileChangedError, LogNotFoundError
+from ..errors import BadOptionError, CorruptDataError, LogNotFoundError
 from ..plan.option_names import ignored_warning
 from ..plan.options import parse_read_options
 from ..plan.predicates import fold
-from ..plan.read_plan import ReadGroup, plan_read
+from ..plan.read_plan import plan_read
+from ..plan.stream_options import parse_stream_options
 from .filters import to_predicate
-from .reader import GroupScan, ScanSettings
+from .partition_scan import SegmentLogInputPartition, scan_partition, with_hint
 from .schema import simple_string, spark_ddl
 
 log = logging.getLogger("segmentlog")
@@ -40,36 +39,8 @@ REUSE_WARNING = (
 
 _reuse_warned = False
 
-SKIP_HINT = "failOnDataLoss=false reads what is readable around it"
 PATH_HINT = "check the path given to load()"
 LOG_DIR_HINT = "point load() at a broker's log.dirs"
-
-
-def _with_hint(err: Exception, fail_on_data_loss: bool) -> Exception:
-    """`err` completed with what to do, where segmentlog knows it."""
-    if isinstance(err, FileChangedError) or not isinstance(err, CorruptDataError):
-        return err
-    return err.hinted(SKIP_HINT) if fail_on_data_loss else err
-
-
-def _scan(scan: GroupScan, fail_on_data_loss: bool):
-    # PySpark's worker keeps the first batch a reader yields alive for the whole task
-    # (records_to_arrow_batches' first_element): make it an empty one, so no decoded data
-    # is pinned (a batch can hold hundreds of MB of decompressed values).
-    yield _empty_batch(scan.schema)
-    try:
-        yield from scan
-    except CorruptDataError as err:
-        raise _with_hint(err, fail_on_data_loss) from None
-
-
-def _empty_batch(schema: pa.Schema) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays([pa.array([], f.type) for f in schema], schema=schema)
-
-
-@dataclass(frozen=True)
-class SegmentLogInputPartition(InputPartition):
-    group: ReadGroup
 
 
 class SegmentLogReader(DataSourceReader):
@@ -79,16 +50,11 @@ class SegmentLogReader(DataSourceReader):
         self.opts = parse_read_options(options)
         self.predicates: tuple = ()
 
-    def _settings(self, row_filter) -> ScanSettings:
-        o = self.opts
-        return ScanSettings(row_filter, o.read_committed, o.verify_checksums, o.include_payload,
-                            o.include_headers, o.fail_on_data_loss, o.store)
-
     def partitions(self):
         try:
             plan = plan_read(self.opts, fold(list(self.predicates)))
         except CorruptDataError as err:
-            raise _with_hint(err, self.opts.fail_on_data_loss) from None
+            raise with_hint(err, self.opts.fail_on_data_loss) from None
         except LogNotFoundError as err:
             hint = PATH_HINT if str(err).startswith("no such file") else LOG_DIR_HINT
             raise LogNotFoundError(f"{err}: {hint}") from None
@@ -100,11 +66,7 @@ class SegmentLogReader(DataSourceReader):
         return [SegmentLogInputPartition(g) for g in plan.groups]
 
     def read(self, partition):
-        group = getattr(partition, "group", None)
-        if group is None:
-            return iter(())   # Spark's stand-in InputPartition(None) for an empty plan
-        scan = GroupScan(group, self._settings(fold(list(self.predicates))))
-        return _scan(scan, self.opts.fail_on_data_loss)
+        return scan_partition(partition, self.opts, self.predicates)
 
 
 class SegmentLogPushdownReader(SegmentLogReader):
@@ -142,10 +104,15 @@ class SegmentLogDataSource(DataSource):
         return parse_read_options(options)
 
     def schema(self):
-        opts = self._read_options()
-        warning = ignored_warning(opts.ignored)
-        if warning is not None:
-            log.warning(warning)
+        # load() does not say whether a batch query or a stream follows: a batch read's
+        # options, else a stream's; reader() and streamReader() warn of ignored options
+        try:
+            opts = self._read_options()
+        except BadOptionError as batch_error:
+            try:
+                opts = parse_stream_options(dict(self.options)).read
+            except BadOptionError:
+                raise batch_error from None
         if opts.assign is None and opts.subscribe is None and opts.subscribe_pattern is None:
             log.info("segmentlog: reading %s", opts.describe_selection())
         return spark_ddl(opts.include_payload, opts.include_headers)
@@ -153,9 +120,19 @@ class SegmentLogDataSource(DataSource):
     def reader(self, schema):
         opts = self._read_options()
         _check_schema(schema, opts)
+        _warn_ignored(opts.ignored)
         options = dict(self.options)
         options["pushdown"] = str(opts.pushdown).lower()
         return SegmentLogPushdownReader(options) if opts.pushdown else SegmentLogReader(options)
+
+    def streamReader(self, schema):
+        """`spark.readStream.format("segmentlog").load(path)`: spark/stream_reader.py."""
+        from .stream_reader import SegmentLogStreamReader
+
+        opts = parse_stream_options(dict(self.options))
+        _check_schema(schema, opts.read)
+        _warn_ignored(opts.read.ignored)
+        return SegmentLogStreamReader(opts)
 
     def writer(self, schema, overwrite):
         """`df.write...mode("append").save(path)`: spark/writer.py."""
@@ -168,6 +145,12 @@ class SegmentLogDataSource(DataSource):
         from .stream_writer import stream_writer
 
         return stream_writer(dict(self.options), schema, overwrite)
+
+
+def _warn_ignored(ignored: tuple[str, ...]) -> None:
+    warning = ignored_warning(ignored)
+    if warning is not None:
+        log.warning(warning)
 
 
 def _check_schema(schema, opts) -> None:

@@ -1,0 +1,56 @@
+"""One InputPartition of a batch read or a streaming micro-batch, and what an executor does
+with it: scan its group of byte ranges (spark/reader.py) into Arrow batches, completing the
+storage layer's errors with what to do."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql.datasource import InputPartition
+
+from ..errors import CorruptDataError, FileChangedError
+from ..plan.options import ReadOptions
+from ..plan.predicates import fold
+from ..plan.read_plan import ReadGroup
+from .reader import GroupScan, ScanSettings
+
+SKIP_HINT = "failOnDataLoss=false reads what is readable around it"
+
+
+@dataclass(frozen=True)
+class SegmentLogInputPartition(InputPartition):
+    group: ReadGroup
+
+
+def with_hint(err: Exception, fail_on_data_loss: bool) -> Exception:
+    """`err` completed with what to do, where segmentlog knows it."""
+    if isinstance(err, FileChangedError) or not isinstance(err, CorruptDataError):
+        return err
+    return err.hinted(SKIP_HINT) if fail_on_data_loss else err
+
+
+def scan_partition(partition, opts: ReadOptions, predicates: tuple = ()):
+    """The Arrow batches of one InputPartition (`predicates`: WHERE clauses pushed down)."""
+    group = getattr(partition, "group", None)
+    if group is None:
+        return iter(())   # Spark's stand-in InputPartition(None) for an empty plan
+    settings = ScanSettings(fold(list(predicates)), opts.read_committed, opts.verify_checksums,
+                            opts.include_payload, opts.include_headers, opts.fail_on_data_loss,
+                            opts.store)
+    return _scan(GroupScan(group, settings), opts.fail_on_data_loss)
+
+
+def _scan(scan: GroupScan, fail_on_data_loss: bool):
+    # PySpark's worker keeps the first batch a reader yields alive for the whole task
+    # (records_to_arrow_batches' first_element): make it an empty one, so no decoded data
+    # is pinned (a batch can hold hundreds of MB of decompressed values).
+    yield _empty_batch(scan.schema)
+    try:
+        yield from scan
+    except CorruptDataError as err:
+        raise with_hint(err, fail_on_data_loss) from None
+
+
+def _empty_batch(schema: pa.Schema) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([pa.array([], f.type) for f in schema], schema=schema)

@@ -1,0 +1,104 @@
+"""readStream.format("segmentlog") in real streaming queries: a segmentlog -> segmentlog pipeline
+tails a log that a separate process appends to (segments rolling), is stopped at random
+moments and its driver killed, and restarts from its checkpoint; the output ends with every
+input record exactly once, in order per partition, accepted by Kafka's own Java reader."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import shared_dir
+from tests.spark import stream_pipeline as sp
+from tests.storage.written_logs import assert_no_verify_errors
+
+pytestmark = pytest.mark.spark
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Appender:
+    """tests/storage/append_child.py appending to `<base>/in/c-0` for `seconds`, in its own
+    process (small segments: they roll every few hundred records)."""
+
+    def __init__(self, base: Path, seconds: float, seed: int):
+        self.said = base / "appender.out"     # (a file: a pipe nobody reads would fill up)
+        with open(self.said, "w") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "tests.storage.append_child", "append",
+                 str(base / "in" / "c-0"), str(seed), str(32 * 1024), str(seconds)],
+                cwd=REPO, stdout=out, text=True)
+        deadline = time.monotonic() + 60
+        while not self.said.read_text().startswith("ready"):
+            assert self.proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+
+    def finish(self) -> int:
+        """Wait for it to close the log; the log end offset."""
+        assert self.proc.wait(timeout=120) == 0
+        last = self.said.read_text().strip().splitlines()[-1].split()
+        assert last[0] == "closed"
+        return int(last[1])
+
+
+def _finish_and_check(spark, base: Path, end: int) -> None:
+    query = sp.start(spark, base, available_now=True)
+    query.awaitTermination()
+    assert sp.check_prefix(sp.written(base), end) == end
+    assert_no_verify_errors(base / "out")
+    logs = sorted(str(p) for p in (base / "out").glob("*/*.log"))
+    verified = subprocess.run([str(shared_dir() / "tools" / "kafka-verify" / "verify-log"),
+                               *logs], capture_output=True, text=True, timeout=600)
+    assert verified.returncode == 0, verified.stderr
+    assert len(verified.stdout.splitlines()) == end
+
+
+def test_a_pipeline_stopped_at_random_moments_while_its_input_grows(spark, tmp_path):
+    rng = random.Random(19)
+    appender = Appender(tmp_path, seconds=12, seed=3)
+    progress = []
+    for _ in range(15):
+        query = sp.start(spark, tmp_path, maxOffsetsPerTrigger=str(rng.choice([2000, 20000])))
+        time.sleep(rng.uniform(1.0, 4.0))
+        query.stop()
+        progress.append(sp.check_prefix(sp.written(tmp_path)))
+    end = appender.finish()
+    print("records after each stop", progress, "of", end)
+    assert len(list((tmp_path / "in" / "c-0").glob("*.log"))) >= 5, "segments must roll"
+    # (stopped while the input grew: some stops left part of it for the next run)
+    assert progress == sorted(progress) and any(0 < p < end for p in progress)
+    _finish_and_check(spark, tmp_path, end)
+
+
+def _run_driver(base: Path, after_s: float) -> None:
+    """The pipeline's driver in its own process group, SIGKILLed `after_s` after it started."""
+    proc = subprocess.Popen([sys.executable, "-m", "tests.spark.stream_pipeline", str(base)],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == "started"
+        time.sleep(after_s)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+@pytest.mark.slow  # about two minutes: each driver needs several seconds to start
+def test_sigkill_the_pipelines_driver_then_restart_from_the_checkpoint(spark, tmp_path):
+    rng = random.Random(23)
+    appender = Appender(tmp_path, seconds=20, seed=4)
+    progress = []
+    for _ in range(5):
+        # a fresh driver takes several seconds to its first micro-batch
+        _run_driver(tmp_path, rng.uniform(4.0, 12.0))
+        progress.append(sp.check_prefix(sp.written(tmp_path)))
+    end = appender.finish()
+    print("records after each kill", progress, "of", end)
+    assert progress == sorted(progress) and progress[-1] > 0
+    _finish_and_check(spark, tmp_path, end)
