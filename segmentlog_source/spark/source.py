@@ -4,9 +4,9 @@ The driver plans (plan.read_plan) in Spark's planner process; executors run spar
 each group. Options are parsed in `schema()` at `load()` time, so a bad option fails there
 with its name; the one warning about ignored options waits for `reader()` (once per query) or
 `streamReader()`, since only they know whether the options are a batch read's or a stream's
-(a trigger option means something to a stream). `partitions()` may not pass state to `read()` through
-`self` (PySpark pickles the reader before calling it), so all a task needs travels in its
-InputPartition.
+(a trigger option means something to a stream). `partitions()` may not pass state to
+`read()` through `self` (PySpark pickles the reader before calling it), so all a task needs
+travels in its InputPartition.
 
 Errors say what to do on their first line (after Spark's PYTHON_DATA_SOURCE_ERROR prefix and
 the traceback): the reader completes the storage layer's errors with the option that helps.

@@ -9,28 +9,22 @@ shared local[2] session cannot give). Writes to argv[1], then exits.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
 
 from pyspark import TaskContext
-from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
+
+from tests.spark.driver import driver_session
 
 ROWS, PARTITIONS = 2000, 4
 FAIL_AT = ROWS // PARTITIONS + 400  # a row of partition 1 (spark.range splits ids evenly)
 
 
 def main(out: str) -> None:
-    os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    spark = (SparkSession.builder.master("local[2,3]").config("spark.ui.enabled", "false")
-             .config("spark.sql.execution.arrow.maxRecordsPerBatch", "50").getOrCreate())
-    spark.sparkContext.setLogLevel("OFF")
-    import segmentlog_source
-
-    segmentlog_source.register(spark)
+    spark = driver_session("local[2,3]", **{"spark.sql.execution.arrow.maxRecordsPerBatch": "50"})
     staging = Path(out) / "_segmentlog" / "staging"
     orphan_seen = Path(out).parent / "orphan-seen"
 

@@ -9,11 +9,11 @@ it prints `started` once the query runs.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 import sys
 
 from segmentlog_source.format.partitioner import partition_for_key
+from tests.spark.driver import driver_session
 from tests.storage.written_logs import kafka_python_rows
 
 TOPIC, PARTITIONS = "out", 3
@@ -67,15 +67,7 @@ def check_prefix(found: dict[int, list[int]], end: int | None = None) -> int:
 
 
 def main(base: str) -> None:
-    os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
-    spark.sparkContext.setLogLevel("OFF")
-    import segmentlog_source
-
-    segmentlog_source.register(spark)
+    spark = driver_session(**{"spark.sql.shuffle.partitions": "2"})
     query = start(spark, Path(base), maxOffsetsPerTrigger="20000")
     print("started", flush=True)
     query.awaitTermination()

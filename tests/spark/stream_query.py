@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from segmentlog_source.format.partitioner import partition_for_key
+from tests.spark.driver import driver_session
 from tests.storage.written_logs import kafka_python_rows
 
 TOPIC, PARTITIONS = "s", 3
@@ -71,15 +72,7 @@ def logged_ids(out: Path) -> dict[int, list[int]]:
 
 
 def main(base: str) -> None:
-    os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
-    spark.sparkContext.setLogLevel("OFF")
-    import segmentlog_source
-
-    segmentlog_source.register(spark)
+    spark = driver_session(**{"spark.sql.shuffle.partitions": "2"})
     query = start(spark, Path(base), available_now=True)
     print("started", flush=True)
     query.awaitTermination()
