@@ -15,6 +15,8 @@ question with the peers side by side), and prints the table. Modules, in order:
     object_store bench/object_store.py: the same queries on 1 GB in S3 (moto), bytes served
     kafka_peer  bench/kafka_peer.py: Spark's Kafka source and sink through a real broker
                 (5M records produced once, ~2 min) against segmentlog on its log directory
+    stream      bench/stream.py: readStream's throughput vs the batch reader, and the latency
+                from an append to the record being visible in a segmentlog sink
 decoder and writer are optional: missing or failing, they get a "not available" row.
 """
 
@@ -29,10 +31,10 @@ import traceback
 from .chart import draw
 from .common import RESULTS, case, machine_info, stop_spark, unavailable
 
-OURS = ("memory", "spark_scan", "selective", "object_store", "kafka_peer")
+OURS = ("memory", "spark_scan", "selective", "object_store", "kafka_peer", "stream")
 EXTERNAL = ("decoder", "writer")
 ORDER = ("decoder", "writer", "memory", "spark_scan", "selective", "object_store",
-         "kafka_peer")
+         "kafka_peer", "stream")
 
 
 def external_rows(label: str, result) -> list[dict]:

@@ -81,3 +81,32 @@ class Stream:
         self.reader.commit(end)
         self.offset = end
         return sorted(rows)
+
+
+def transaction_child(path: str, go_file: str) -> None:
+    """A separate process's appends, for a read_committed stream: 20 plain records, a
+    transaction of producer 7 (3 batches of 5) left open until `go_file` exists, 10 plain
+    records meanwhile, then its ABORT marker and 10 more plain records. Prints `open <first
+    offset of the transaction>` once it is open and `done <log end>` at the end."""
+    import os
+    import time
+
+    log = GrowingLog(Path(path).parent, topic=Path(path).name.rsplit("-", 1)[0])
+    log.append(20)
+    first, _ = log.begin(producer_id=7, count=5)
+    log.begin(producer_id=7, count=5)
+    log.append(10)
+    log.begin(producer_id=7, count=5)
+    print("open", first, flush=True)
+    while not os.path.exists(go_file):
+        time.sleep(0.05)
+    log.end(producer_id=7, commit=False)
+    log.append(10)
+    print("done", log.log.log_end_offset, flush=True)
+    log.close()
+
+
+if __name__ == "__main__":
+    import sys
+
+    transaction_child(sys.argv[1], sys.argv[2])
