@@ -77,6 +77,14 @@ def panels(results: dict) -> list[dict]:
                     "groups": {name.replace(", ", "\n"):
                                {_side(k): v for k, v in c["median"].items()}
                                for name, c in peer.items()}})
+    streams = _by_prefix(cases, "readStream (")
+    if streams:
+        data = next(iter(streams.values()))["data"].split(", ")
+        out.append({"title": f"A tailing stream against a batch read ({data[0]})",
+                    "unit": "seconds", "better": "lower",
+                    "groups": {name.split(") vs")[0].replace(", ", "\n"):
+                               {_side(k): v for k, v in c["median"].items()}
+                               for name, c in streams.items()}})
     writes = {c["name"]: c for c in external.get("writer", {}).get("cases", [])
               if "df.write" in c["name"]}
     if writes:
