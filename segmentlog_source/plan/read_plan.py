@@ -168,6 +168,7 @@ class PartitionOffsets:
     log_start: int
     start: int        # where the options' start resolves to
     end: int          # where a read planned now would end ("latest")
+    topic_id: str | None = None   # partition.metadata's, where there is one
 
 
 def stream_offsets(opts: ReadOptions) -> dict[tuple[str, int], PartitionOffsets]:
@@ -188,7 +189,7 @@ def stream_offsets(opts: ReadOptions) -> dict[tuple[str, int], PartitionOffsets]
         view = _end_view(log, opts, pending_commits)
         start = resolve_range(view, opts).start
         out[(log.topic, log.partition)] = PartitionOffsets(view.log_start_offset, start,
-                                                           view.log_end_offset)
+                                                           view.log_end_offset, log.topic_id)
     return out
 
 

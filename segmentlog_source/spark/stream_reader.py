@@ -51,6 +51,7 @@ class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self.opts = opts
         self.target: Offsets | None = None      # Trigger.AvailableNow: the end seen at start
         self.latest: Offsets = {}               # the ends the last latestOffset saw
+        self.topic_ids: dict = {}               # partition -> the topic id first seen there
         self.last_trigger = time.monotonic()    # when the last micro-batch was admitted
 
     # -- offsets ---------------------------------------------------------------------------
@@ -62,6 +63,7 @@ class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def _ends(self) -> tuple[Offsets, Offsets]:
         """(log start, end) per partition the options select, as they stand now."""
         found = stream_offsets(replace(self.opts.read, starting=BoundSpec(EARLIEST)))
+        self._check_topic_ids(found)
         return ({tp: o.log_start for tp, o in found.items()},
                 {tp: o.end for tp, o in found.items()})
 
@@ -93,6 +95,21 @@ class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             return begin                       # wait for more, up to maxTriggerDelay
         high = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         return ends if high is None else rate_limit(begin, ends, high)
+
+    def _check_topic_ids(self, found) -> None:
+        """A partition directory replaced by another topic's log of the same name (deleted and
+        re-created, a restore of another cluster) shows another topic id in its
+        partition.metadata: its offsets are not the ones this stream has read."""
+        for tp, o in found.items():
+            seen = self.topic_ids.setdefault(tp, o.topic_id)
+            if o.topic_id is not None and seen is not None and o.topic_id != seen:
+                message = (f"partition {tp[0]}-{tp[1]} now holds topic id {o.topic_id}, not "
+                           f"{seen}: its directory was replaced by another log")
+                if self.opts.read.fail_on_data_loss:
+                    raise DataLossError(message + "; failOnDataLoss=false goes on from the "
+                                        "offsets the stream had")
+                log.warning("segmentlog: %s; going on from the offsets the stream had", message)
+                self.topic_ids[tp] = o.topic_id
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.opts.max_offsets_per_trigger is not None:

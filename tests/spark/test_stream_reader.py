@@ -171,3 +171,27 @@ def test_stream_options_refused_with_their_name(tmp_path, options, name):
         parse_stream_options({"path": str(tmp_path), **options})
     # (Spark hands option names over in lower case; so they come back)
     assert str(info.value).lower().startswith(f"option {name.lower()}")
+
+
+def test_a_partition_directory_replaced_by_another_topics_log(tmp_path):
+    """A topic deleted and re-created under the same name (or a restore of another cluster)
+    brings another topic id in partition.metadata: its offsets are not the stream's."""
+    import uuid
+
+    from segmentlog_source.storage.log.checkpoints import write_partition_metadata
+
+    log = GrowingLog(tmp_path)
+    write_partition_metadata(str(log.path / "partition.metadata"), uuid.uuid4())
+    log.append(5)
+    stream = Stream(tmp_path, startingOffsets="earliest")
+    lossy = Stream(tmp_path, startingOffsets="earliest", failOnDataLoss="false")
+    assert len(stream.trigger()) == 5 and len(lossy.trigger()) == 5
+    log.close()
+    shutil.rmtree(log.path)
+    again = GrowingLog(tmp_path)
+    write_partition_metadata(str(again.path / "partition.metadata"), uuid.uuid4())
+    again.append(8)
+    with pytest.raises(DataLossError, match="replaced by another log"):
+        stream.trigger()
+    # failOnDataLoss=false: on from the offsets the stream had (a warning says why)
+    assert _offsets(lossy.trigger()) == [5, 6, 7]
