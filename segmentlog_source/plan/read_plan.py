@@ -182,7 +182,7 @@ def stream_offsets(opts: ReadOptions) -> dict[tuple[str, int], PartitionOffsets]
             pending_by_dir[log_dir] = pending_commit_offsets(log_dir, fs)
         return pending_by_dir[log_dir]
 
-    for pdir in find_partitions(list(opts.paths), config=opts.store):
+    for pdir in find_partitions(list(opts.paths), config=opts.store, allow_empty=True):
         if not opts.selects_partition(pdir.topic, pdir.partition):
             continue
         log = PartitionLog.open(pdir.path, pdir.fs, topic=pdir.topic, partition=pdir.partition)

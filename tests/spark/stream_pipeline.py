@@ -1,7 +1,8 @@
 """The segmentlog -> segmentlog pipeline the streaming-read tests run, and what its output must be.
 
-Input: partition `c-0` of `<base>/in`, appended by a separate process (tests/storage/
-append_child.py: every value starts with the record's offset, `n|...`). The query tails it
+Input: `<base>/in`, appended by a separate process: partition `c-0` by tests/storage/
+append_child.py (every value starts with the record's offset, `n|...`), or topic `w` by the
+batch writer (`write_rounds`, values `n|`). The query tails it
 with readStream and writes topic `out` (3 partitions, key = n % 5) to `<base>/out` with
 writeStream, checkpointing in `<base>/checkpoint`. Run as a module it is a driver a test kills:
 it prints `started` once the query runs.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 import sys
+import time
 
 from segmentlog_source.format.partitioner import partition_for_key
 from tests.spark.driver import driver_session
@@ -66,6 +68,54 @@ def check_prefix(found: dict[int, list[int]], end: int | None = None) -> int:
     return total
 
 
+def write_rounds(base: str, rounds: int) -> None:
+    """The batch writer as the appender: `rounds` df.write appends of 400 records each to topic
+    `w` (2 partitions, key n % 5, value `n|`), in small segments, so they roll."""
+    spark = driver_session()
+    print("ready", flush=True)
+    for r in range(rounds):
+        (spark.range(r * 400, (r + 1) * 400)
+         .selectExpr("cast(id % 5 as string) as key", "concat(cast(id as string), '|') as value")
+         .write.format("segmentlog").mode("append").option("topic", "w")
+         .option("numPartitions", "2").option("segment.bytes", "16384")
+         .save(str(Path(base) / "in")))
+        print("wrote", (r + 1) * 400, flush=True)
+        time.sleep(1.0)      # (a stream tailing it sees the input grow, commit by commit)
+    spark.stop()
+
+
+def by_key(found: dict[int, list[int]]) -> dict[int, list[int]]:
+    """Output n's per key (n % 5), in output order (a key lives in one output partition)."""
+    out: dict[int, list[int]] = {}
+    for ns in found.values():
+        for n in ns:
+            out.setdefault(n % 5, []).append(n)
+    return out
+
+
+def input_by_key(base: Path) -> dict[int, list[int]]:
+    """Input n's per key, in the input log's order (read once the appender has finished)."""
+    out: dict[int, list[int]] = {}
+    for part in sorted((base / "in").glob("*-*")):
+        for r in kafka_python_rows(part):
+            n = int(r[4].split(b"|")[0])
+            out.setdefault(n % 5, []).append(n)
+    return out
+
+
+def check_by_key(found: dict[int, list[int]], inputs: dict[int, list[int]],
+                 complete: bool = False) -> int:
+    """Per key, the output holds the input's records in the input's order, once: a prefix of
+    them (all, when `complete`). Returns how many records the output holds."""
+    keys = by_key(found)
+    for k, ns in keys.items():
+        want = inputs.get(k, [])
+        assert ns == (want if complete else want[:len(ns)]), f"key {k}: {ns[:20]}..."
+    if complete:
+        assert set(keys) == set(inputs)
+    return sum(len(ns) for ns in keys.values())
+
+
 def main(base: str) -> None:
     spark = driver_session(**{"spark.sql.shuffle.partitions": "2"})
     query = start(spark, Path(base), maxOffsetsPerTrigger="20000")
@@ -74,4 +124,7 @@ def main(base: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1] == "write":
+        write_rounds(sys.argv[2], int(sys.argv[3]))
+    else:
+        main(sys.argv[1])

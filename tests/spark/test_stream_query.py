@@ -143,3 +143,32 @@ def test_read_committed_holds_the_stream_behind_an_open_transaction_until_it_abo
         assert values() == plain
     finally:
         query.stop()
+
+
+def test_a_pipeline_tailing_what_the_batch_writer_appends(spark, tmp_path):
+    """The input appended by segmentlog's batch writer in another process (commits of two
+    partitions, segments rolling); the pipeline stopped now and then meanwhile: per key, the
+    output holds the input's records in the input's order, once."""
+    rng = random.Random(29)
+    (tmp_path / "in").mkdir()
+    writer = subprocess.Popen([sys.executable, "-m", "tests.spark.stream_pipeline", "write",
+                               str(tmp_path), "16"], cwd=REPO, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+    assert writer.stdout.readline().strip() == "ready"
+    snapshots = []
+    while writer.poll() is None:
+        query = sp.start(spark, tmp_path)
+        time.sleep(rng.uniform(3.0, 6.0))
+        query.stop()
+        snapshots.append(sp.written(tmp_path))
+    said = writer.stdout.read().split()
+    assert writer.returncode == 0 and said[-1] == "6400"
+    assert all(len(list(part.glob("*.log"))) >= 2 for part in (tmp_path / "in").glob("w-*")), \
+        "segments must roll"
+    inputs = sp.input_by_key(tmp_path)
+    counts = [sp.check_by_key(found, inputs) for found in snapshots]
+    print("records after each stop", counts, "of 6400")
+    assert len(snapshots) >= 3 and counts == sorted(counts) and 0 < max(counts)
+    query = sp.start(spark, tmp_path, available_now=True)
+    query.awaitTermination()
+    assert sp.check_by_key(sp.written(tmp_path), inputs, complete=True) == 6400

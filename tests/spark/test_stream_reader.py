@@ -195,3 +195,12 @@ def test_a_partition_directory_replaced_by_another_topics_log(tmp_path):
         stream.trigger()
     # failOnDataLoss=false: on from the offsets the stream had (a warning says why)
     assert _offsets(lossy.trigger()) == [5, 6, 7]
+
+
+def test_a_stream_over_a_directory_with_no_partition_yet_waits_for_one(tmp_path):
+    stream = Stream(tmp_path, startingOffsets="earliest")
+    assert stream.offset == {} and stream.trigger() is None
+    GrowingLog(tmp_path, topic="late").append(4)
+    assert _offsets(stream.trigger()) == [0, 1, 2, 3]
+    with pytest.raises(Exception, match="no such file or directory"):
+        Stream(tmp_path / "missing")

@@ -59,13 +59,15 @@ def _as_partition(fs, path: str) -> PartitionDir | None:
     return PartitionDir(path, *parsed, fs)
 
 
-def find_partitions(paths: str | Iterable[str], fs=None, config=None) -> list[PartitionDir]:
+def find_partitions(paths: str | Iterable[str], fs=None, config=None, *,
+                    allow_empty: bool = False) -> list[PartitionDir]:
     """Every partition directory under `paths`, sorted by (topic, partition).
 
     Each path is served by `fs`, or by the file system its scheme names (configured by
     `config`, a StoreConfig); an object store lists each path once, in one listing.
 
-    Raises LogNotFoundError for a missing path or when no partition is found at all, and
+    Raises LogNotFoundError for a missing path or when no partition is found at all (unless
+    `allow_empty`: a stream waits for its topics to appear), and
     BadOptionError when one topic-partition appears twice (two replicas of it, say).
     """
     paths = [paths] if isinstance(paths, str) else list(paths)
@@ -91,7 +93,7 @@ def find_partitions(paths: str | Iterable[str], fs=None, config=None) -> list[Pa
                 raise BadOptionError("path", given, f"partition {part.topic}-{part.partition} is "
                                      f"in both {found[key].path} and {part.path} (two replicas?)")
             found[key] = part
-    if not found:
+    if not found and not allow_empty:
         raise LogNotFoundError(f"no Kafka partition directories (<topic>-<partition> holding "
                                f"segment .log files) under {', '.join(map(str, paths))}")
     return sorted(found.values(), key=lambda p: (p.topic, p.partition))
