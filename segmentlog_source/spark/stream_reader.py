@@ -29,6 +29,7 @@ from ..plan.admission import Offsets, backlog, rate_limit
 from ..plan.options import EARLIEST, LATEST, BoundSpec
 from ..plan.read_plan import plan_read, stream_offsets
 from ..plan.stream_options import StreamOptions
+from ..storage.log.log_directory import find_partitions
 from .partition_scan import SegmentLogInputPartition, scan_partition
 
 log = logging.getLogger("segmentlog")
@@ -158,9 +159,10 @@ class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         return [SegmentLogInputPartition(g) for g in plan.groups]
 
     def _present(self, assign) -> set:
-        return set(stream_offsets(replace(self.opts.read, assign=assign, subscribe=None,
-                                          subscribe_pattern=None,
-                                          starting=BoundSpec(EARLIEST))))
+        """The partitions of `assign` there now (a listing: plan_read opens their logs)."""
+        return {(p.topic, p.partition) for p in find_partitions(
+            list(self.opts.read.paths), config=self.opts.read.store, allow_empty=True)
+            if p.partition in assign.get(p.topic, {})}
 
     def read(self, partition):
         return scan_partition(partition, self.opts.read, ())
