@@ -145,6 +145,18 @@ class _PartitionView:
         return found if found is None or found < self.log_end_offset else None
 
 
+class _PendingCommits:
+    """Each data directory's unfinished segmentlog commits, read once per plan."""
+
+    def __init__(self):
+        self._by_dir: dict[str, dict] = {}
+
+    def __call__(self, fs, log_dir: str) -> dict:
+        if log_dir not in self._by_dir:
+            self._by_dir[log_dir] = pending_commit_offsets(log_dir, fs)
+        return self._by_dir[log_dir]
+
+
 def _end_view(log: PartitionLog, opts: ReadOptions, pending_commits) -> _PartitionView:
     """The partition as a read planned now sees it: its end the last whole batch, capped at an
     unfinished commit and, with read_committed, at the last stable offset."""
@@ -175,13 +187,7 @@ def stream_offsets(opts: ReadOptions) -> dict[tuple[str, int], PartitionOffsets]
     """The offsets of every partition the options select, present now (none yet: empty): what a
     streaming query's offsets are made of (spark/stream_reader.py)."""
     out = {}
-    pending_by_dir: dict[str, dict] = {}
-
-    def pending_commits(fs, log_dir: str) -> dict:
-        if log_dir not in pending_by_dir:
-            pending_by_dir[log_dir] = pending_commit_offsets(log_dir, fs)
-        return pending_by_dir[log_dir]
-
+    pending_commits = _PendingCommits()
     for pdir in find_partitions(list(opts.paths), config=opts.store, allow_empty=True):
         if not opts.selects_partition(pdir.topic, pdir.partition):
             continue
@@ -324,12 +330,7 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
     aborted: list[AbortedRange] = []
     ranges: list[PlannedRange] = []
     whole: list[ScanTask] = []      # planned without an offset range: never cut by records
-    pending_by_dir: dict[str, dict] = {}
-
-    def pending_commits(fs, log_dir: str) -> dict:
-        if log_dir not in pending_by_dir:
-            pending_by_dir[log_dir] = pending_commit_offsets(log_dir, fs)
-        return pending_by_dir[log_dir]
+    pending_commits = _PendingCommits()
 
     for pdir in found:
         if not (opts.selects_partition(pdir.topic, pdir.partition)
