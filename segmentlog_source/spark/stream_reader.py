@@ -17,6 +17,7 @@ stable offset, so an open transaction holds the stream back until its marker is 
 from __future__ import annotations
 
 from dataclasses import replace
+import json
 import logging
 import time
 
@@ -24,7 +25,7 @@ from pyspark.sql.datasource import DataSourceStreamReader
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows,
                                               ReadMinRows, SupportsTriggerAvailableNow)
 
-from ..errors import DataLossError
+from ..errors import BadOptionError, DataLossError
 from ..plan.admission import Offsets, backlog, rate_limit
 from ..plan.options import EARLIEST, LATEST, BoundSpec
 from ..plan.read_plan import plan_read, stream_offsets
@@ -44,7 +45,19 @@ def to_json(offsets: Offsets) -> dict:
 
 
 def from_json(offsets: dict) -> Offsets:
-    return {(topic, int(p)): int(o) for topic, parts in offsets.items() for p, o in parts.items()}
+    """Offsets Spark hands back (from this reader, or journaled in the checkpoint): anything
+    but `{topic: {partition: offset >= 0}}` is refused, never read as something else (-2 and
+    -1 would mean earliest and latest to the planner)."""
+    try:
+        out = {(str(topic), int(p)): o for topic, parts in offsets.items()
+               for p, o in parts.items()}
+        if all(type(o) is int and o >= 0 for o in out.values()) and all(p >= 0 for _, p in out):
+            return out
+    except (AttributeError, TypeError, ValueError):
+        pass
+    raise BadOptionError("checkpointLocation", None, f"its offsets {json.dumps(offsets)[:80]} "
+                         "are not the next offsets of topic partitions; start a new checkpoint",
+                         'expected {"topic": {"partition": offset}}, offsets >= 0')
 
 
 class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

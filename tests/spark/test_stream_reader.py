@@ -204,3 +204,22 @@ def test_a_stream_over_a_directory_with_no_partition_yet_waits_for_one(tmp_path)
     assert _offsets(stream.trigger()) == [0, 1, 2, 3]
     with pytest.raises(Exception, match="no such file or directory"):
         Stream(tmp_path / "missing")
+
+
+@pytest.mark.parametrize("offsets", [
+    {"t": {"0": -2}},                 # would mean "earliest" to the planner
+    {"t": {"0": -1}},
+    {"t": {"0": "12"}},
+    {"t": {"0": True}},
+    {"t": {"x": 3}},
+    {"t": 4},
+    {"t": {"0": 1.5}},
+])
+def test_offsets_that_are_no_kafka_offsets_are_refused(tmp_path, offsets):
+    """What Spark hands back comes from the checkpoint, which a person may have edited."""
+    GrowingLog(tmp_path).append(5)
+    stream = Stream(tmp_path, startingOffsets="earliest")
+    with pytest.raises(BadOptionError, match="checkpointLocation"):
+        stream.reader.latestOffset(offsets, stream.reader.getDefaultReadLimit())
+    with pytest.raises(BadOptionError, match="checkpointLocation"):
+        stream.reader.partitions(offsets, {"t": {"0": 5}})
