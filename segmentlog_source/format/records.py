@@ -179,3 +179,37 @@ def concat_columns(parts: Sequence[RecordColumns]) -> RecordColumns:
     return RecordColumns(cat("timestamps"), cat("offsets"), cat("timestamp_types"),
                          cat_binary(lambda p: p.keys), cat_binary(lambda p: p.values), headers)
 
+
+
+def _take_binary(col: BinaryColumn, rows: np.ndarray) -> BinaryColumn:
+    starts = col.offsets[rows].astype(np.int64)
+    lengths = col.offsets[rows + 1].astype(np.int64) - starts
+    offsets = np.zeros(len(rows) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    # byte i of the result comes from starts[row] + (i - offsets[row])
+    where = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1])
+    valid = None if col.valid is None else col.valid[rows]
+    return BinaryColumn(valid, offsets, col.data[where])
+
+
+def take_rows(columns: RecordColumns, rows: np.ndarray) -> RecordColumns:
+    """The given rows (ascending indices) of decoded columns, for re-encoding (the cleaner)."""
+    rows = np.asarray(rows, np.int64)
+    headers = columns.headers
+    if headers is not None:
+        bounds = headers.offsets.astype(np.int64)
+        counts = bounds[rows + 1] - bounds[rows]
+        offsets = np.zeros(len(rows) + 1, np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        pairs = np.repeat(bounds[rows] - offsets[:-1], counts) + np.arange(offsets[-1])
+        headers = HeaderColumns(offsets, _take_binary(headers.keys, pairs),
+                                _take_binary(headers.values, pairs))
+
+    def pick(array):
+        return None if array is None else array[rows]
+    return RecordColumns(
+        timestamps=columns.timestamps[rows], offsets=pick(columns.offsets),
+        timestamp_types=pick(columns.timestamp_types),
+        keys=None if columns.keys is None else _take_binary(columns.keys, rows),
+        values=None if columns.values is None else _take_binary(columns.values, rows),
+        headers=headers)

@@ -33,14 +33,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 import logging
-import time
 from typing import Mapping
 import uuid
 
 from ...errors import (BadOptionError, CorruptDataError, DataLossError, LogLockedError,
                        SegmentLogError)
 from ...format.batch import set_log_append_time
-from ..io.local import LOCAL
+from ..io.local import LOCAL, retry_while_locked
 from ..log.checkpoints import read_leader_epoch_checkpoint
 from ..log.data_dir import partition_dir, topic_id_of, topic_partition_counts
 from ..log.log_config import LogConfig
@@ -57,7 +56,6 @@ log = logging.getLogger("segmentlog")
 # Topic creation is serialised on the data directory's `.lock`, the file a broker keeps there
 # too (the one lock file a broker-shaped directory may hold without looking foreign).
 TOPICS_LOCK = ".lock"
-_LOCK_POLL_S = 0.05
 _MAX_LOCK_ROUNDS = 20
 
 Key = tuple[str, int]
@@ -167,16 +165,8 @@ def _prepare_topics(log_dir: str, routed: Mapping[str, int], settings: CommitSet
 # -- locks ----------------------------------------------------------------------------------
 
 def _wait_for(open_locked, settings: CommitSettings):
-    """Call `open_locked` until it stops raising LogLockedError, for at most lock_timeout_ms."""
-    deadline = time.monotonic() + settings.lock_timeout_ms / 1000
-    while True:
-        try:
-            return open_locked()
-        except LogLockedError as err:
-            if time.monotonic() >= deadline:
-                raise LogLockedError(f"{err}; waited {settings.lock_timeout_ms} ms for another "
-                                     "writer's commit (option lockTimeoutMs)") from None
-            time.sleep(_LOCK_POLL_S)
+    return retry_while_locked(open_locked, settings.lock_timeout_ms,
+                              "for another writer's commit (option lockTimeoutMs)")
 
 
 class _LockedLogs:

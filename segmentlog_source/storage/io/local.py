@@ -12,6 +12,7 @@ import mmap
 import os
 import stat
 import threading
+import time
 
 import numpy as np
 
@@ -181,6 +182,22 @@ class FileLock:
         self.release()
 
 
+LOCK_POLL_S = 0.05
+
+
+def retry_while_locked(open_locked, timeout_ms: int, waited_for: str):
+    """Call `open_locked` until it stops raising LogLockedError, for at most `timeout_ms`; the
+    final error says how long it waited and `waited_for` what."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    while True:
+        try:
+            return open_locked()
+        except LogLockedError as err:
+            if time.monotonic() >= deadline:
+                raise LogLockedError(f"{err}; waited {timeout_ms} ms {waited_for}") from None
+            time.sleep(LOCK_POLL_S)
+
+
 class LocalFileSystem:
     """Local files. Paths are plain strings; `join` builds them."""
 
@@ -319,6 +336,11 @@ class LocalFileSystem:
 
     def truncate(self, path: str, size: int) -> None:
         os.truncate(path, size)
+
+    def set_mtime_ms(self, path: str, mtime_ms: int) -> None:
+        """The cleaner gives a cleaned segment its source's mtime (retention and legacy delete
+        horizons read it)."""
+        os.utime(path, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
 
     def fsync_dir(self, path: str) -> None:
         fd = os.open(path, os.O_RDONLY)

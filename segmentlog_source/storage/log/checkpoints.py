@@ -120,6 +120,19 @@ def write_offset_checkpoint(path: str, offsets: dict[tuple[str, int], int], fs=L
     fs.write_atomic(path, format_checkpoint(OFFSET_CHECKPOINT_VERSION, lines))
 
 
+def update_offset_checkpoint(path: str, changes: dict[tuple[str, int], int | None],
+                             fs=LOCAL) -> None:
+    """Rewrite the checkpoint with `changes` applied (None removes an entry); the caller holds
+    the data directory's lock, as the broker's checkpointing is one writer at a time."""
+    offsets = read_offset_checkpoint(path, fs)
+    for key, offset in changes.items():
+        if offset is None:
+            offsets.pop(key, None)
+        else:
+            offsets[key] = offset
+    write_offset_checkpoint(path, offsets, fs)
+
+
 def read_leader_epoch_checkpoint(path: str, fs=LOCAL) -> list[EpochEntry]:
     if not fs.exists(path):
         return []
@@ -209,6 +222,17 @@ class LeaderEpochCache:
         """Forget epochs that start at or after `end_offset` (the log was truncated there)."""
         kept = [e for e in self.entries if e.start_offset < end_offset]
         changed = len(kept) != len(self.entries)
+        self.entries = kept
+        return changed
+
+    def truncate_from_start(self, start_offset: int) -> bool:
+        """The log now starts at `start_offset`: epochs wholly below it go, and the one it
+        falls in starts there (LeaderEpochFileCache.truncateFromStart)."""
+        below = [e for e in self.entries if e.start_offset <= start_offset]
+        if not below:
+            return False
+        kept = [EpochEntry(below[-1].epoch, start_offset)] + self.entries[len(below):]
+        changed = kept != self.entries
         self.entries = kept
         return changed
 

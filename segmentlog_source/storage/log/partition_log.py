@@ -16,10 +16,8 @@ from ...errors import BadOptionError, CorruptDataError, DataLossError, LogNotFou
 from ...format.batch import BatchHeader, parse_header
 from ..io.filesystem import filesystem_for
 from ..io.stats import IOStats
-from ..log_files import (CLEANER_OFFSET_CHECKPOINT, DELETED_SUFFIX, HIGH_WATERMARK_CHECKPOINT,
-                         INDEX_SUFFIXES, LOG_START_OFFSET_CHECKPOINT, LOG_SUFFIX, PARTITION_LOCK,
-                         PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT, SNAPSHOT_SUFFIX,
-                         file_name, kind_of)
+from ..log_files import (CLEANER_OFFSET_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, PARTITION_LOCK,
+                         PARTITION_METADATA, SNAPSHOT_SUFFIX, kind_of)
 from ..txn.producer_state_manager import (ProducerStateManager, read_end_txn_marker,
                                           write_snapshot)
 from ..txn.transaction_index import AbortedTxn
@@ -31,7 +29,9 @@ from .log_directory import parse_partition_dir_name
 from .log_loader import (_delete_segment, create_empty_segment, last_stable_offset,
                          load_for_append, plan_files, replay_producer_state)
 from .entry_scan import DEFAULT_CHUNK_BYTES
+from .local_log import delete_segments
 from .log_segment import LogSegment
+from .lost_data import lost_data
 from .segment_appender import SegmentAppender
 from .segment_order import check_meets_next, check_passed_over, check_segment_order
 
@@ -139,11 +139,16 @@ class PartitionLog:
         return log
 
     @property
+    def producer_state(self) -> ProducerStateManager | None:
+        """The producers' state at the log end offset (a writer's log only)."""
+        return self._state
+
+    @property
     def topic_id(self) -> str | None:
         return read_partition_metadata(self.fs.join(self.directory, PARTITION_METADATA), self.fs)
 
     # -- what the neighbours say -------------------------------------------------------------
-    def _data_dir_checkpoint(self, name: str) -> dict[tuple[str, int], int]:
+    def data_dir_checkpoint(self, name: str) -> dict[tuple[str, int], int]:
         return read_offset_checkpoint(self.fs.join(self.fs.dirname(self.directory), name),
                                       self.fs)
 
@@ -152,64 +157,19 @@ class PartitionLog:
         """Whether the partition shows signs of the log cleaner (batch_sequence.py says why it
         matters): a topic compacted by default, or an entry in the data directory's
         cleaner-offset-checkpoint."""
-        cleaned = self._data_dir_checkpoint(CLEANER_OFFSET_CHECKPOINT)
+        cleaned = self.data_dir_checkpoint(CLEANER_OFFSET_CHECKPOINT)
         return compacted_by_default(self.topic) or (self.topic, self.partition) in cleaned
 
     @property
     def dirty_from(self) -> int | None:
         """The first dirty offset the data directory's cleaner-offset-checkpoint gives this
         partition: the cleaner has removed nothing at or past it (None: not listed)."""
-        return self._data_dir_checkpoint(CLEANER_OFFSET_CHECKPOINT).get(
+        return self.data_dir_checkpoint(CLEANER_OFFSET_CHECKPOINT).get(
             (self.topic, self.partition))
 
     def lost_data(self, end: int | None = None) -> list[str]:
-        """What the files around the segments say is missing from them, one sentence each:
-        index files whose `.log` is gone (unless a `.log.deleted` says retention was taking
-        it) or empty, and a producer snapshot or a data-directory checkpoint (recovery point, high
-        watermark, log start offset) beyond the log end offset (the tail was lost).
-
-        All is judged on the listing open() made and on checkpoints read before the log end
-        offset is taken: a writer appending meanwhile only adds what lies beyond both.
-        `end`: the log end offset, when the caller knows it (else the segments say)."""
-        if not self.segments:
-            return []
-        found, fs = [], self.fs
-        names = self.listing if self.listing is not None else fs.list_dir(self.directory)
-        checkpoints = [(name, what, self._data_dir_checkpoint(name).get(
-            (self.topic, self.partition))) for name, what in (
-            (RECOVERY_POINT_CHECKPOINT, "recovery point"),
-            (HIGH_WATERMARK_CHECKPOINT, "high watermark"),
-            (LOG_START_OFFSET_CHECKPOINT, "log start offset"))]
-        logs = {s.base_offset for s in self.segments}    # (from the same listing)
-        orphans: dict[int, list[str]] = {}
-        for name in names:
-            kind = kind_of(name)
-            if (kind is not None and kind[1] in INDEX_SUFFIXES and kind[0] not in logs
-                    and file_name(kind[0], LOG_SUFFIX + DELETED_SUFFIX) not in names):
-                orphans.setdefault(kind[0], []).append(name)
-        for base, files in sorted(orphans.items()):
-            found.append(f"{' and '.join(fs.join(self.directory, n) for n in files)} have no "
-                         f"{file_name(base, LOG_SUFFIX)}: the segment holding offsets from "
-                         f"{base} is missing")
-        for segment in self.segments[:-1]:   # a closed segment's indexes are trimmed
-            if segment.size == 0 and any(
-                    name in names and fs.size(fs.join(self.directory, name)) > 0
-                    for name in (file_name(segment.base_offset, suffix)
-                                 for suffix in (".index", ".timeindex"))):
-                found.append(f"{segment.log_path} is empty, but its indexes list batches: the "
-                             f"segment's data is missing")
-        end = self.log_end_offset if end is None else end
-        snapshots = self.snapshot_offsets()
-        if snapshots and snapshots[-1] > end:
-            found.append(f"{fs.join(self.directory, file_name(snapshots[-1], SNAPSHOT_SUFFIX))} "
-                         f"says the log reached offset {snapshots[-1]}, but its segments end at "
-                         f"{end}: offsets {end}..{snapshots[-1] - 1} are missing")
-        for name, what, offset in checkpoints:
-            if offset is not None and offset > end:
-                found.append(f"{fs.join(fs.dirname(self.directory), name)} puts the "
-                             f"{what} of {self.name} at {offset}, but its segments end at {end}: "
-                             f"offsets {end}..{offset - 1} are missing")
-        return found
+        """What the files around the segments say is missing from them (lost_data.py)."""
+        return lost_data(self, end)
 
     def snapshot_offsets(self) -> list[int]:
         """The offsets of the producer snapshots open() listed: where the log ended when each
@@ -359,9 +319,7 @@ class PartitionLog:
 
     def _append_all(self, data, *, assign_offsets: bool,
                     leader_epoch: int | None) -> tuple[int, int]:
-        if self._appender is None:
-            raise BadOptionError("mode", "read", "this log was opened for reading; "
-                                 "use PartitionLog.open_for_append")
+        self._writable()
         first = last = None
         for header, entry in _split_batches(data):
             if assign_offsets or leader_epoch is not None:
@@ -399,7 +357,7 @@ class PartitionLog:
         if header.is_control and header.producer_id >= 0:
             marker = read_end_txn_marker(header, entry)
         if self._appender.should_roll(header):
-            self._roll(header)
+            self._roll(max(header.base_offset, self.log_end_offset))
         header = self._appender.append(header, entry)
         if self._epochs.assign(header.partition_leader_epoch, header.base_offset):
             self._epochs.write(fsync=self.config.fsync != "none")
@@ -410,9 +368,14 @@ class PartitionLog:
             self._appender.flush()
         return header
 
-    def _roll(self, header: BatchHeader) -> None:
-        """LocalLog.roll: finish the active segment, start one at max(next offset, LEO)."""
-        new_base = max(header.base_offset, self.log_end_offset)
+    def roll(self) -> None:
+        """Start a new, empty active segment at the log end offset (UnifiedLog.roll), as
+        retention does before it deletes every segment."""
+        self._writable()
+        self._roll(self.log_end_offset)
+
+    def _roll(self, new_base: int) -> None:
+        """LocalLog.roll: finish the active segment, start one at `new_base` (>= LEO)."""
         old = self._appender
         sync = self.config.fsync != "none"
         old.close(fsync=sync)
@@ -428,6 +391,25 @@ class PartitionLog:
         self._state.map_end_offset = new_base
         write_snapshot(self.directory, self._state, self.fs, fsync=sync)
 
+    def delete_oldest_segments(self, count: int) -> None:
+        """Delete the `count` oldest segments, never the active one (local_log.py says how);
+        the log start offset moves up to the new first segment's base offset."""
+        self._writable()
+        if not 0 <= count < len(self.segments):
+            raise BadOptionError("count", count, f"{self.name} has {len(self.segments)} "
+                                 "segments and the active one stays")
+        doomed, self.segments = self.segments[:count], self.segments[count:]
+        self._base_offsets = self._base_offsets[count:]
+        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        delete_segments(self.fs, self.directory, doomed, sync=self.config.fsync != "none")
+        if self._epochs.truncate_from_start(self.log_start_offset):
+            self._epochs.write(fsync=self.config.fsync != "none")
+
+    def _writable(self) -> None:
+        if self._appender is None:
+            raise BadOptionError("mode", "read", "this log was opened for reading; "
+                                 "use PartitionLog.open_for_append")
+
     def flush(self) -> None:
         if self._appender is not None:
             self._appender.flush()
@@ -441,9 +423,7 @@ class PartitionLog:
         leader epochs, snapshots). It works from the files, not from the in-memory state, so
         it also undoes an append that failed half-way (a torn batch). The lock stays held.
         """
-        if self._appender is None:
-            raise BadOptionError("mode", "read", "this log was opened for reading; "
-                                 "use PartitionLog.open_for_append")
+        self._writable()
         if offset < self.log_start_offset:
             raise DataLossError(f"cannot truncate {self.name} to {offset}: below the log start "
                                 f"offset {self.log_start_offset}")

@@ -1,0 +1,141 @@
+"""Per-topic configs kept in the data directory, so the sink, `retain` and `compact` agree.
+
+A broker keeps topic configs in its cluster metadata; a bare data directory has none, so
+segmentlog keeps them beside the logs, one Java properties file per topic::
+
+    <data dir>/_segmentlog/topic-configs/<topic>.properties
+
+    # written by `segmentlog config`; Kafka's topic config names
+    cleanup.policy=compact
+    delete.retention.ms=3600000
+
+Only the names in TOPIC_CONFIGS are allowed; anything missing takes Kafka's default. Options
+(writer options, CLI flags) override the file for one call and do not change it. A bad value is
+a BadOptionError naming the config and the file it came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+from typing import Callable, Mapping
+
+from ...errors import BadOptionError
+from ..io.local import LOCAL
+from ..log_files import STATE_DIR
+from .log_config import CLEANUP_POLICIES, LogConfig
+
+CONFIGS_DIR = "topic-configs"
+_LONG_MAX = 2**63 - 1
+
+
+def _long(name: str, text: str) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise BadOptionError(name, text, "expected an integer") from None
+    if not -(_LONG_MAX + 1) <= value <= _LONG_MAX:
+        raise BadOptionError(name, text, "does not fit a Java long")
+    return value
+
+
+def _ratio(name: str, text: str) -> float:
+    try:
+        return float(text.strip())
+    except ValueError:
+        raise BadOptionError(name, text, "expected a number between 0 and 1") from None
+
+
+def _policy(name: str, text: str) -> str:
+    parts = sorted({p.strip().lower() for p in text.split(",") if p.strip()})
+    joined = ",".join(parts)
+    if joined not in CLEANUP_POLICIES:
+        raise BadOptionError(name, text, "expected delete, compact, or compact,delete")
+    return joined
+
+
+# Kafka topic config name -> (LogConfig field, parser of its text)
+TOPIC_CONFIGS: dict[str, tuple[str, Callable[[str, str], object]]] = {
+    "cleanup.policy": ("cleanup_policy", _policy),
+    "retention.ms": ("retention_ms", _long),
+    "retention.bytes": ("retention_bytes", _long),
+    "delete.retention.ms": ("delete_retention_ms", _long),
+    "min.compaction.lag.ms": ("min_compaction_lag_ms", _long),
+    "max.compaction.lag.ms": ("max_compaction_lag_ms", _long),
+    "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", _ratio),
+    "file.delete.delay.ms": ("file_delete_delay_ms", _long),
+    "segment.bytes": ("segment_bytes", _long),
+    "segment.ms": ("segment_ms", _long),
+    "segment.jitter.ms": ("segment_jitter_ms", _long),
+    "segment.index.bytes": ("segment_index_bytes", _long),
+    "index.interval.bytes": ("index_interval_bytes", _long),
+}
+_NAME_OF_FIELD = {field: name for name, (field, _) in TOPIC_CONFIGS.items()}
+assert set(_NAME_OF_FIELD) <= {f.name for f in fields(LogConfig)}
+
+
+def topic_config_path(data_dir: str, topic: str, fs=LOCAL) -> str:
+    return fs.join(data_dir, STATE_DIR, CONFIGS_DIR, f"{topic}.properties")
+
+
+def read_topic_config(data_dir: str, topic: str, fs=LOCAL) -> dict[str, str]:
+    """The topic's configs as written in its file ({} when there is none)."""
+    path = topic_config_path(data_dir, topic, fs)
+    if not fs.exists(path):
+        return {}
+    try:
+        text = fs.read_all(path).decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise BadOptionError("topic config file", path, f"not UTF-8 text ({err.reason})") \
+            from None
+    found = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        name, sep, value = line.partition("=")
+        if not sep:
+            raise BadOptionError("topic config file", path,
+                                 f"line {number} ({line!r}) is not name=value")
+        name = name.strip()
+        if name not in TOPIC_CONFIGS:
+            raise BadOptionError(name, value.strip(), f"not a topic config segmentlog keeps "
+                                 f"(line {number} of {path}; known: {', '.join(TOPIC_CONFIGS)})")
+        found[name] = value.strip()
+    return found
+
+
+def write_topic_config(data_dir: str, topic: str, values: Mapping[str, str], fs=LOCAL) -> None:
+    """Replace the topic's file (atomically) with `values`, each checked first."""
+    log_config_of(values, source="the new topic config")
+    path = topic_config_path(data_dir, topic, fs)
+    fs.makedirs(fs.dirname(path))
+    lines = [f"# topic configs of {topic} (segmentlog; Kafka's names)"]
+    lines += [f"{name}={values[name]}" for name in sorted(values)]
+    fs.write_atomic(path, ("\n".join(lines) + "\n").encode("utf-8"))
+
+
+def log_config_of(values: Mapping[str, str], base: LogConfig | None = None,
+                  source: str = "options") -> LogConfig:
+    """`base` (default: Kafka's defaults) with the named configs applied; errors name the
+    config and `source`."""
+    changes = {}
+    for name, text in values.items():
+        if name not in TOPIC_CONFIGS:
+            raise BadOptionError(name, text, f"not a topic config ({source}; known: "
+                                 f"{', '.join(TOPIC_CONFIGS)})")
+        field, parse = TOPIC_CONFIGS[name]
+        changes[field] = parse(name, str(text))
+    try:
+        return replace(base or LogConfig(), **changes)
+    except BadOptionError as err:
+        name = _NAME_OF_FIELD.get(err.name, err.name)
+        raise BadOptionError(name, values.get(name, err.value), f"{err.reason} ({source})") \
+            from None
+
+
+def topic_log_config(data_dir: str, topic: str, overrides: Mapping[str, str] | None = None,
+                     base: LogConfig | None = None, fs=LOCAL) -> LogConfig:
+    """The topic's LogConfig: Kafka's defaults (or `base`), its file, then `overrides`."""
+    stored = read_topic_config(data_dir, topic, fs)
+    config = log_config_of(stored, base, source=topic_config_path(data_dir, topic, fs))
+    return log_config_of(overrides or {}, config, source="options") if overrides else config
