@@ -13,3 +13,17 @@ def register(spark, pushdown: bool = False):
     from .spark.register import register as _register
 
     return _register(spark, pushdown=pushdown)
+
+
+def compact(spark, path, **kwargs):
+    """Compact the logs under `path` as a Spark job, one task per partition (spark.log_upkeep)."""
+    from .spark.log_upkeep import compact as _compact
+
+    return _compact(spark, path, **kwargs)
+
+
+def retain(spark, path, **kwargs):
+    """Apply retention to the logs under `path` as a Spark job (spark.log_upkeep)."""
+    from .spark.log_upkeep import retain as _retain
+
+    return _retain(spark, path, **kwargs)

@@ -1,9 +1,11 @@
-"""The `segmentlog` command: dump, verify, reindex, generate, stats and explain, one module each.
+"""The `segmentlog` command: dump, verify, reindex, generate, stats, explain, retain, compact and
+config, one module each.
 
 Every path may be a local path or a URI of an object store or HDFS (s3://, s3a://, gs://,
 abfs://, hdfs://, file://), served by storage.io.filesystem_for; `--fs-option NAME=VALUE`
 (repeatable, before or after the command) passes the `fs.*` store options. Stores are only read:
-`reindex` and `generate` refuse a URI before writing anything.
+`reindex`, `generate`, `retain`, `compact` and `config --set` refuse a URI before writing
+anything.
 
 Bad input never ends in a traceback: a SegmentLogError (or an OS error naming a file) prints one
 line `segmentlog: <message>` on stderr and exits 2, as the usage errors do, whose first line
@@ -18,14 +20,15 @@ import logging
 import sys
 import traceback
 
-from ..cli import dump, explain, generate, reindex, stats, verify
+from ..cli import compact, dump, explain, generate, reindex, retain, stats, topic_config, verify
 from ..errors import BadOptionError, CorruptDataError, FileChangedError, SegmentLogError
 from ..plan.store_options import PREFIX, parse_store_options
 from ..storage.io.store_config import StoreConfig
 from ..storage.log_files import INDEX_SUFFIXES
 
 COMMANDS = {"dump": dump, "verify": verify, "reindex": reindex, "generate": generate,
-            "stats": stats, "explain": explain}
+            "stats": stats, "explain": explain, "retain": retain, "compact": compact,
+            "config": topic_config}
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL_ERROR = 70   # sysexits' EX_SOFTWARE: a bug, not the input
 FS_OPTION_HELP = ("an object-store option for URI paths, e.g. fs.s3.endpoint=http://127.0.0.1:9000 "
