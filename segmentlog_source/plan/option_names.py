@@ -32,7 +32,8 @@ READ = GENERIC + (
 WRITE = ("path", "topic", "numPartitions", "compression", "compression.type",
          "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
          "batch.size", "maxRecordsPerBatch", "segment.bytes", "segment.ms", "segment.index.bytes",
-         "index.interval.bytes", "timestampType", "fsync", "lockTimeoutMs", "stagingRetentionMs",
+         "index.interval.bytes", "cleanup.policy", "retention.ms", "retention.bytes",
+         "timestampType", "fsync", "lockTimeoutMs", "stagingRetentionMs",
          # streaming: Spark passes checkpointLocation on; queryName names a query without an id
          "queryName", "checkpointLocation")
 

@@ -11,7 +11,7 @@ ignored with a warning, anything else refused.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import re
 from typing import Mapping
 
@@ -20,6 +20,7 @@ from ..format.batch import CODEC_IDS, CODEC_NAMES, DEFAULT_MAX_BATCH_BYTES, INT3
 from ..format.codecs import COMPRESSION_LEVELS
 from ..storage.io.store_config import DEFAULT_CONFIG, StoreConfig
 from ..storage.log.log_config import LogConfig
+from ..storage.log.topic_configs import log_config_of
 from .option_names import Screened, screen
 from .option_values import choice_option, int_option
 from .store_options import parse_store_options
@@ -41,6 +42,11 @@ _TOPIC_CHARS = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_TOPIC_LENGTH = 249
 
 # LogConfig field -> the option name a user writes (errors name the option, not the field).
+# Topic configs a write may give (they override the topic's file, topic_configs.py, for it);
+# retention ones make the sink apply retention after each commit.
+TOPIC_CONFIG_OPTIONS = ("segment.bytes", "segment.ms", "segment.index.bytes",
+                        "index.interval.bytes", "cleanup.policy", "retention.ms",
+                        "retention.bytes")
 _LOG_CONFIG_OPTIONS = {"segment_bytes": "segment.bytes", "segment_ms": "segment.ms",
                        "segment_index_bytes": "segment.index.bytes",
                        "index_interval_bytes": "index.interval.bytes", "fsync": "fsync"}
@@ -62,6 +68,8 @@ class WriteOptions:
     store: StoreConfig = DEFAULT_CONFIG   # the fs.* options: a store URI is refused with them
     compression_level: int | None = None  # compression.<codec>.level (None: Kafka's default)
     ignored: tuple[str, ...] = ()      # accepted options of no effect (one warning)
+    # The topic configs given as options (Kafka's names): over the topic's file, for this write
+    topic_configs: dict = field(default_factory=dict)
 
     @property
     def partitions_for_new_topic(self) -> int:
@@ -102,6 +110,9 @@ def _parse(screened: Screened) -> WriteOptions:
     except BadOptionError as err:  # LogConfig names its fields; the user knows the options
         name = _LOG_CONFIG_OPTIONS.get(err.name, err.name)
         raise BadOptionError(name, opts.get(name.lower(), err.value), err.reason) from None
+    topic_configs = {name: str(opts[name]).strip() for name in TOPIC_CONFIG_OPTIONS
+                     if name in opts}
+    log_config_of(topic_configs)   # each value checked now, naming its option
     timestamp_type = choice_option(opts, "timestampType", tuple(TIMESTAMP_TYPES), "createtime")
     num_partitions = int_option(opts, "numPartitions", None, maximum=MAX_PARTITIONS)
     return WriteOptions(
@@ -122,6 +133,7 @@ def _parse(screened: Screened) -> WriteOptions:
         store=parse_store_options(opts),
         compression_level=_compression_level(opts, codec_name),
         ignored=screened.ignored,
+        topic_configs=topic_configs,
     )
 
 

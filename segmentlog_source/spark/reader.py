@@ -10,13 +10,15 @@ dropped the way Kafka's consumer drops them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 import logging
 from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
 
-from ..errors import CorruptDataError, UnrepresentableValueError
+from ..errors import (CorruptDataError, DataLossError, LogNotFoundError,
+                      UnrepresentableValueError)
 from ..format.arrow import to_arrow
 from ..format.record_decoder import ColumnarDecoder
 from ..plan.predicates import RowFilter
@@ -178,7 +180,7 @@ class GroupScan:
                            chunk_bytes=fs.read_ahead_bytes, stats=self.stats,
                            expected_size=task.file_size if fs.immutable_objects else None)
         pending, pending_bytes = [], 0
-        for header, entry in scan:
+        for header, entry in self._opened(scan, task):
             if header.last_offset < lo:
                 continue
             if header.is_control:   # its flags and marker are used unread by the decoder:
@@ -216,6 +218,27 @@ class GroupScan:
                 if self.settings.fail_on_data_loss:
                     raise
                 log.warning("segmentlog: %s (failOnDataLoss=false)", err)
+
+    def _opened(self, scan: CheckedScan, task: ScanTask) -> Iterator:
+        """The scan, once its file is open. A segment gone since the read was planned was
+        deleted by retention or replaced by the cleaner (local_log.py): its offsets are lost
+        to this read, as a Kafka consumer's fetch below the log start offset is."""
+        entries = iter(scan)
+        try:
+            first = next(entries)
+        except StopIteration:
+            return iter(())
+        except LogNotFoundError:
+            first = max(task.offset_lo, task.segment_base)
+            end = min(task.offset_hi, task.next_segment_base or task.offset_hi)
+            message = (f"{task.path} is gone since the read was planned (deleted by retention "
+                       f"or replaced by compaction): offsets {first}..{end - 1} of "
+                       f"{task.topic}-{task.partition} were not read")
+            if self.settings.fail_on_data_loss:
+                raise DataLossError(message + "; failOnDataLoss=false skips them") from None
+            log.warning("segmentlog: %s (failOnDataLoss=false)", message)
+            return iter(())
+        return chain([first], entries)
 
     def _skip_or_raise(self, task: ScanTask, header, entry,
                        err: CorruptDataError | None = None) -> Iterator[pa.RecordBatch]:

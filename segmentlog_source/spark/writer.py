@@ -61,7 +61,7 @@ class WritePlan:
     def settings(self) -> committer.CommitSettings:
         o = self.opts
         return committer.CommitSettings(o.log_config, o.log_append_time, o.lock_timeout_ms,
-                                        o.staging_retention_ms)
+                                        o.staging_retention_ms, o.topic_configs)
 
 
 @dataclass(frozen=True)

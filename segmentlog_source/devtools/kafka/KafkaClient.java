@@ -11,8 +11,11 @@
 //
 //   describe-cluster
 //   create-topic T [--partitions N] [--config k=v]...
+//   alter-topic T [--config k=v]...      (incrementalAlterConfigs SET of each config)
 //   produce T [--codec C] [--count N] [--partitions N] [--batch N] [--base-ts MS] [--ts-step MS]
 //             [--late-every K] [--value-bytes N] [--prefix P] [--txn none|commit|abort]
+//             [--keys K]   (K > 0: every record has a key, record i that of i % K, so keys
+//             repeat; a compacted topic refuses records without a key)
 //   interleave T [--codec C] [--count N] [--partitions N] [--base-ts MS] [--ts-step MS]
 //             [--prefix P]
 //             (two transactional producers sending in turn: the first commits, the second aborts)
@@ -41,6 +44,8 @@ import java.util.concurrent.Future;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.CreateTopicsResult;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.ListOffsetsOptions;
@@ -54,6 +59,7 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
@@ -108,6 +114,7 @@ public final class KafkaClient {
         switch (op) {
             case "describe-cluster": describeCluster(); break;
             case "create-topic": createTopic(a); break;
+            case "alter-topic": alterTopic(a); break;
             case "produce": produce(a); break;
             case "interleave": interleave(a); break;
             case "list-offsets": listOffsets(a); break;
@@ -204,7 +211,14 @@ public final class KafkaClient {
     static ProducerRecord<byte[], byte[]> record(String topic, int partition, int i, String prefix,
                                                  String codec, long baseTs, long step,
                                                  int lateEvery, int valueBytes) {
-        byte[] key = i % 5 == 4 ? null : utf8(prefix + "-key-" + i);
+        return record(topic, partition, i, prefix, codec, baseTs, step, lateEvery, valueBytes, 0);
+    }
+
+    static ProducerRecord<byte[], byte[]> record(String topic, int partition, int i, String prefix,
+                                                 String codec, long baseTs, long step,
+                                                 int lateEvery, int valueBytes, int keys) {
+        byte[] key = keys > 0 ? utf8(prefix + "-key-" + i % keys)
+            : i % 5 == 4 ? null : utf8(prefix + "-key-" + i);
         byte[] value;
         if (i % 13 == 12) {
             value = null;
@@ -282,6 +296,19 @@ public final class KafkaClient {
              + ",\"partitions\":" + partitions);
     }
 
+    private void alterTopic(Args a) throws Exception {
+        String topic = a.topic();
+        List<AlterConfigOp> ops = new ArrayList<>();
+        for (String kv : a.all("config")) {
+            int eq = kv.indexOf('=');
+            ops.add(new AlterConfigOp(new ConfigEntry(kv.substring(0, eq), kv.substring(eq + 1)),
+                                      AlterConfigOp.OpType.SET));
+        }
+        ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+        admin().incrementalAlterConfigs(Map.of(resource, ops)).all().get();
+        emit("alter-topic", "\"topic\":" + json(topic) + ",\"configs\":" + ops.size());
+    }
+
     private void produce(Args a) throws Exception {
         String topic = a.topic();
         String codec = a.get("codec", "none");
@@ -289,7 +316,7 @@ public final class KafkaClient {
         String prefix = a.get("prefix", codec);
         int count = a.integer("count", 10), partitions = a.integer("partitions", 1);
         int batch = a.integer("batch", count), lateEvery = a.integer("late-every", 0);
-        int valueBytes = a.integer("value-bytes", 0);
+        int valueBytes = a.integer("value-bytes", 0), keys = a.integer("keys", 0);
         long baseTs = a.number("base-ts", System.currentTimeMillis() - 3_600_000L);
         long step = a.number("ts-step", 1000);
         String txnId = txn.equals("none") ? null
@@ -303,7 +330,7 @@ public final class KafkaClient {
             for (int i = 0; i < count; i++) {
                 sent.add(producer.send(
                     record(topic, i % partitions, i, prefix, codec, baseTs, step, lateEvery,
-                           valueBytes)));
+                           valueBytes, keys)));
                 if ((i + 1) % batch == 0) producer.flush();
             }
             producer.flush();

@@ -43,6 +43,9 @@ from ..io.local import LOCAL, retry_while_locked
 from ..log.checkpoints import read_leader_epoch_checkpoint
 from ..log.data_dir import partition_dir, topic_id_of, topic_partition_counts
 from ..log.log_config import LogConfig
+from ..log.log_directory import PartitionDir
+from ..log.log_manager import LogManager
+from ..log.topic_configs import read_topic_config, topic_log_config
 from ..log.partition_log import PartitionLog
 from ..log_files import LEADER_EPOCH_CHECKPOINT
 from .commit_log import (COMMITS, CommitManifest, PartitionCommit, last_committed_batch,
@@ -67,10 +70,25 @@ class CommitSettings:
     log_append_time: bool = False
     lock_timeout_ms: int = 60_000
     staging_retention_ms: int = 24 * 3600 * 1000
+    # Topic configs given for this write (Kafka's names): over the topic's file, which is over
+    # `config`.
+    topic_configs: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def sync(self) -> bool:
         return self.config.fsync != "none"
+
+    def config_for(self, log_dir: str, topic: str, fs=LOCAL) -> LogConfig:
+        return topic_log_config(log_dir, topic, self.topic_configs, self.config, fs)
+
+    def retains(self, log_dir: str, topic: str, fs=LOCAL) -> bool:
+        """Whether the sink applies retention to the topic after each commit: its
+        cleanup.policy includes delete and retention.ms or retention.bytes was configured (in
+        its file or as an option; Kafka's default of 7 days alone does not delete what a
+        backfill writes)."""
+        given = {**read_topic_config(log_dir, topic, fs), **self.topic_configs}
+        return (("retention.ms" in given or "retention.bytes" in given)
+                and self.config_for(log_dir, topic, fs).delete)
 
 
 @dataclass(frozen=True)
@@ -111,7 +129,27 @@ def commit(log_dir: str, request: CommitRequest, settings: CommitSettings,
             _settle(log_dir, manifest, locked.logs, settings, fs, forward=True)
             result.offsets = {p.key: (p.start_offset, p.end_offset) for p in manifest.partitions}
     _tidy(log_dir, request, settings, fs)
+    if result.committed:
+        _retain(log_dir, wanted, settings, fs)
     return result
+
+
+def _retain(log_dir: str, written: set[Key], settings: CommitSettings, fs) -> None:
+    """Retention on the partitions just written, where the topic asks for it. The commit is
+    done: a partition another writer holds past lock_timeout_ms is left for the next commit."""
+    topics = {topic for topic, _ in written}
+    retained = {t for t in topics if settings.retains(log_dir, t, fs)}
+    if not retained:
+        return
+    manager = LogManager(log_dir, fs=fs, topics=retained, overrides=settings.topic_configs,
+                         lock_timeout_ms=settings.lock_timeout_ms)
+    for topic, partition in sorted(written):
+        if topic in retained:
+            part = PartitionDir(partition_dir(log_dir, topic, partition, fs), topic, partition)
+            try:
+                manager.retain_partition(part)
+            except LogLockedError as err:
+                log.warning("segmentlog: retention skipped after the commit: %s", err)
 
 
 def abort(log_dir: str, job: str, settings: CommitSettings, fs=LOCAL) -> list[str]:
@@ -153,7 +191,8 @@ def _prepare_topics(log_dir: str, routed: Mapping[str, int], settings: CommitSet
                 for p in range(n):
                     _wait_for(lambda: PartitionLog.open_for_append(
                         partition_dir(log_dir, topic, p, fs), fs, topic=topic, partition=p,
-                        config=settings.config, topic_id=topic_id), settings).close()
+                        config=settings.config_for(log_dir, topic, fs), topic_id=topic_id),
+                        settings).close()
             elif existing != n:
                 raise BadOptionError("topic", topic, f"has {existing} partitions now, but the "
                                      f"rows were routed for {n} (another writer created it "
@@ -217,7 +256,9 @@ class _LockedLogs:
         # hold only some) is created with the topic's id; existing ones keep their metadata.
         topic_id = None if self.fs.is_dir(path) else topic_id_of(self.log_dir, topic, self.fs)
         return PartitionLog.open_for_append(path, self.fs, topic=topic, partition=partition,
-                                            config=self.settings.config, topic_id=topic_id)
+                                            config=self.settings.config_for(
+                                                self.log_dir, topic, self.fs),
+                                            topic_id=topic_id)
 
     def settle_pending(self, prefer_undo: str | None = None) -> list[str]:
         """Finish or undo every unfinished manifest found (oldest first). `prefer_undo`: a job

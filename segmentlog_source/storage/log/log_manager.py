@@ -131,8 +131,10 @@ class LogManager:
 
     # -- shared -----------------------------------------------------------------------------
     def _open(self, part: PartitionDir, config: LogConfig) -> PartitionLog:
-        return PartitionLog.open_for_append(part.path, self.fs, topic=part.topic,
-                                            partition=part.partition, config=config)
+        return retry_while_locked(
+            lambda: PartitionLog.open_for_append(part.path, self.fs, topic=part.topic,
+                                                 partition=part.partition, config=config),
+            self.lock_timeout_ms, "for another writer")
 
     def _checkpoint(self, part: PartitionDir, log: PartitionLog,
                     cleaner_offset: int | None = None) -> None:

@@ -124,7 +124,10 @@ def log_config_of(values: Mapping[str, str], base: LogConfig | None = None,
             raise BadOptionError(name, text, f"not a topic config ({source}; known: "
                                  f"{', '.join(TOPIC_CONFIGS)})")
         field, parse = TOPIC_CONFIGS[name]
-        changes[field] = parse(name, str(text))
+        try:
+            changes[field] = parse(name, str(text))
+        except BadOptionError as err:
+            raise BadOptionError(name, text, f"{err.reason} ({source})") from None
     try:
         return replace(base or LogConfig(), **changes)
     except BadOptionError as err:
