@@ -42,6 +42,7 @@ def run(args) -> int:
     if args.min_compaction_lag_ms is not None:
         overrides["min.compaction.lag.ms"] = str(args.min_compaction_lag_ms)
     manager = LogManager(args.path, topics=args.topics, overrides=overrides,
+                         lock_timeout_ms=args.lock_timeout_ms,
                          dedupe_buffer_bytes=args.dedupe_buffer_bytes)
     rows = []
     for part in manager.partitions():

@@ -35,7 +35,8 @@ def run(args) -> int:
         overrides["retention.ms"] = str(args.retention_ms)
     if args.retention_bytes is not None:
         overrides["retention.bytes"] = str(args.retention_bytes)
-    manager = LogManager(args.path, topics=args.topics, overrides=overrides)
+    manager = LogManager(args.path, topics=args.topics, overrides=overrides,
+                         lock_timeout_ms=args.lock_timeout_ms)
     rows = []
     for part in manager.partitions():
         result = manager.retain_partition(part)

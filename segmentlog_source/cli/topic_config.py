@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..errors import BadOptionError
 from ..storage.io.filesystem import filesystem_for
+from ..storage.log.log_manager import DEFAULT_LOCK_TIMEOUT_MS
 from ..storage.log.topic_configs import (TOPIC_CONFIGS, read_topic_config, topic_config_path,
                                          topic_log_config, write_topic_config)
 from .tables import render_table
@@ -28,6 +29,9 @@ def add_override_arguments(parser) -> None:
     parser.add_argument("--config", action="append", dest="configs", default=[],
                         metavar="NAME=VALUE", help="a topic config for this run only, e.g. "
                         "--config cleanup.policy=compact (repeatable; Kafka's names)")
+    parser.add_argument("--lock-timeout-ms", type=int, default=DEFAULT_LOCK_TIMEOUT_MS,
+                        metavar="MS", help="how long to wait for a partition another writer "
+                        "holds, then fail naming it")
 
 
 def pairs(texts: list[str], flag: str) -> dict[str, str]:

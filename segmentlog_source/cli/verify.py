@@ -54,6 +54,7 @@ class _SegmentBatches:
         self.positions, self.base_offsets, self.last_offsets = array("q"), array("q"), array("q")
         self.record_max_timestamps = array("q")
         self.abort_markers: dict[int, int] = {}   # offset -> producer id
+        self.markers: dict[int, int] = {}         # every end-transaction marker's, too
         self.txn_starts: set[tuple[int, int]] = set()   # (producer id, base offset)
         self.complete = True  # False when an error stopped the scan early
         self.torn = False     # a partial batch after the last whole one
@@ -120,8 +121,11 @@ def verify_partition(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INT
         # A closed segment's indexes are final; so are the active one's after a clean close,
         # which leaves a producer snapshot at the log end offset.
         closed = not segment.active or (leo is not None and snapshots and snapshots[-1] == leo)
+        # Below this offset the cleaner may have removed records (aborted data among them)
+        cleaned_below = ((checker.dirty_from if checker.dirty_from is not None else 2**63)
+                         if checker.compacted else -1)
         _check_indexes(segment, batches, closed, snapshots, index_interval_bytes, problems,
-                       earlier)
+                       earlier, cleaned_below)
         earlier.add(batches)
     if leo is not None:
         try:
@@ -258,6 +262,8 @@ class _LogChecker:
         records = decode_batch(entry, header, verify_crc=False).records
         if header.is_control:
             marker = checked_end_txn_marker(header, entry)   # a well-formed marker, or corrupt
+            if marker is not None:
+                batches.markers[records[0].offset] = header.producer_id
             if marker is not None and marker[0]:
                 batches.abort_markers[records[0].offset] = header.producer_id
         return (np.array([r.offset for r in records], np.int64),
@@ -265,7 +271,8 @@ class _LogChecker:
 
 
 def _check_indexes(segment: LogSegment, batches: _SegmentBatches, closed: bool, snapshots,
-                   interval: int, problems: Reporter, earlier: _EarlierStarts) -> None:
+                   interval: int, problems: Reporter, earlier: _EarlierStarts,
+                   cleaned_below: int = -1) -> None:
     fs = segment.fs
     missing = [p for p in (segment.index_path, segment.time_index_path) if not fs.exists(p)]
     if missing:
@@ -287,7 +294,7 @@ def _check_indexes(segment: LogSegment, batches: _SegmentBatches, closed: bool, 
         if closed and offset_index is not None and time_index is not None:
             _compare_with_rebuilt(segment, offset_index, time_index, snapshots, interval, problems)
     try:
-        _check_txn_index(segment, batches, problems, closed, earlier)
+        _check_txn_index(segment, batches, problems, closed, earlier, cleaned_below)
     except CorruptDataError as err:
         problems.located(err, segment.txn_index_path)
 
@@ -412,7 +419,10 @@ def _compare_with_rebuilt(segment: LogSegment, offset_index: OffsetIndex, time_i
 
 
 def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: Reporter,
-                     closed: bool, earlier: _EarlierStarts) -> None:
+                     closed: bool, earlier: _EarlierStarts, cleaned_below: int = -1) -> None:
+    """The `.txnindex` against the batches. Where the log cleaner has been (`cleaned_below`),
+    an aborted transaction's data is gone while its entry (kept with its marker for a while)
+    stays, and a marker kept until its delete horizon has no entry once its data is gone."""
     fs, path = segment.fs, segment.txn_index_path
     if not fs.exists(path):
         if batches.complete and batches.abort_markers and segment.has_index_files:
@@ -442,7 +452,8 @@ def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: Re
                            if txn.first_offset >= segment.base_offset
                            else (earlier.starts, earlier.complete
                                  and txn.first_offset >= earlier.first_base))
-        if scanned and (txn.producer_id, txn.first_offset) not in starts:
+        if (scanned and (txn.producer_id, txn.first_offset) not in starts
+                and txn.last_offset >= cleaned_below):
             problems.error(path, where, f"entry {i}: no transactional batch of producer "
                            f"{txn.producer_id} starts at offset {txn.first_offset}",
                            kind="no first batch")
@@ -454,9 +465,20 @@ def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: Re
     listed = {txn.last_offset for txn in segment.txn_index.entries}
     if batches.complete:
         for offset in sorted(set(batches.abort_markers) - listed):
+            if offset < cleaned_below and not _has_txn_data(batches, offset):
+                continue
             report = problems.error if closed else problems.warning
             report(path, None, f"no entry for the ABORT marker at offset {offset}: "
                    f"read_committed would return its aborted records", kind="missing entry")
+
+
+def _has_txn_data(batches: _SegmentBatches, marker: int) -> bool:
+    """Whether the segment holds data of the transaction the marker at `marker` ended: a
+    transactional batch of its producer after that producer's previous marker."""
+    producer = batches.markers[marker]
+    previous = max((o for o, p in batches.markers.items() if p == producer and o < marker),
+                   default=-1)
+    return any(p == producer and previous < base < marker for p, base in batches.txn_starts)
 
 
 def add_arguments(parser) -> None:
