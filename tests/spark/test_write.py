@@ -52,8 +52,8 @@ def test_round_trip_every_codec_through_three_readers_and_verify(spark, tmp_path
          .option("compression", codec).option("numPartitions", "3").option("batch.size", "3000")
          .save(str(out)))
     after = int(time.time() * 1000)
-    assert sorted(p.name for p in out.iterdir()) == [".lock"] + sorted(
-        f"rt_{c}-{p}" for c in CODECS for p in range(3))
+    assert sorted(p.name for p in out.iterdir()) == [".lock", "recovery-point-offset-checkpoint"] \
+        + sorted(f"rt_{c}-{p}" for c in CODECS for p in range(3))
 
     def comparable(key, value, headers, ts_ms):
         ts = ts_ms if ts_ms < before else None  # null timestamps became the write time

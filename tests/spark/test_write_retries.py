@@ -29,5 +29,6 @@ def test_a_retried_task_commits_once_and_an_aborted_job_leaves_nothing(tmp_path)
     values = [row[4] for row in kafka_python_rows(out / "retried-0")]
     ids = Counter(int(v.rsplit(b"-", 1)[1]) for v in values)
     assert ids == Counter(range(ROWS))  # every row once: the orphan was never published
-    assert sorted(p.name for p in out.iterdir()) == [".lock", "retried-0"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".lock", "recovery-point-offset-checkpoint", "retried-0"]
     assert_valid_log(out)

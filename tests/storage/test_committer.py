@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from segmentlog_source.storage.log.checkpoints import read_offset_checkpoint
 from segmentlog_source.errors import BadOptionError, DataLossError, LogLockedError
 from segmentlog_source.format.batch import LOG_APPEND_TIME, iter_headers
 from segmentlog_source.storage.commit import committer
@@ -59,8 +60,12 @@ def test_commit_appends_in_order_and_leaves_a_broker_shaped_directory(tmp_path):
     assert r2.offsets == {("t", 0): (7, 11)}
     assert values_of(tmp_path / "t-0") == vals("a", 7) + vals("c", 4)
     assert [r[0] for r in kafka_python_rows(tmp_path / "t-0")] == list(range(11))
-    # staging and state directories are gone: a broker could load this data directory
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".lock", "t-0", "t-1"]
+    # staging and state directories are gone: a broker could load this data directory, and
+    # its recovery point (what is flushed) is each log end: a broker recovers nothing below
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".lock", "recovery-point-offset-checkpoint", "t-0", "t-1"]
+    assert read_offset_checkpoint(str(tmp_path / "recovery-point-offset-checkpoint")) == {
+        ("t", 0): 11, ("t", 1): 2}
     assert_valid_log(tmp_path, {"t-0": [7]}, interval=100)
     # every partition of a new topic exists, with one topic id and leader epoch 0
     ids = {(tmp_path / f"t-{p}" / "partition.metadata").read_text() for p in (0, 1)}

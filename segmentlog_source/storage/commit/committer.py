@@ -44,10 +44,10 @@ from ..log.checkpoints import read_leader_epoch_checkpoint
 from ..log.data_dir import partition_dir, topic_id_of, topic_partition_counts
 from ..log.log_config import LogConfig
 from ..log.log_directory import PartitionDir
-from ..log.log_manager import LogManager
+from ..log.log_manager import DATA_DIR_LOCK, LogManager, update_checkpoints
 from ..log.topic_configs import read_topic_config, topic_log_config
 from ..log.partition_log import PartitionLog
-from ..log_files import LEADER_EPOCH_CHECKPOINT
+from ..log_files import LEADER_EPOCH_CHECKPOINT, RECOVERY_POINT_CHECKPOINT
 from .commit_log import (COMMITS, CommitManifest, PartitionCommit, last_committed_batch,
                          manifest_path, read_pending, record_committed_batch, remove_manifest,
                          write_manifest)
@@ -56,9 +56,8 @@ from .staging import (StagedFile, is_intact, iter_staged_chunks, remove_job, rem
 
 log = logging.getLogger("segmentlog")
 
-# Topic creation is serialised on the data directory's `.lock`, the file a broker keeps there
-# too (the one lock file a broker-shaped directory may hold without looking foreign).
-TOPICS_LOCK = ".lock"
+# Topic creation is serialised on the data directory's `.lock` (log_manager.DATA_DIR_LOCK), the
+# file a broker keeps there too (the one lock file a broker-shaped directory may hold).
 _MAX_LOCK_ROUNDS = 20
 
 Key = tuple[str, int]
@@ -129,6 +128,10 @@ def commit(log_dir: str, request: CommitRequest, settings: CommitSettings,
             _settle(log_dir, manifest, locked.logs, settings, fs, forward=True)
             result.offsets = {p.key: (p.start_offset, p.end_offset) for p in manifest.partitions}
     _tidy(log_dir, request, settings, fs)
+    if result.offsets and settings.sync:
+        # what a broker's flush records: a broker loading the directory recovers nothing below
+        update_checkpoints(fs, log_dir, {RECOVERY_POINT_CHECKPOINT: {
+            key: end for key, (_, end) in result.offsets.items()}}, settings.lock_timeout_ms)
     if result.committed:
         _retain(log_dir, wanted, settings, fs)
     return result
@@ -180,7 +183,7 @@ def _prepare_topics(log_dir: str, routed: Mapping[str, int], settings: CommitSet
                     fs) -> None:
     """Create new topics whole; check existing ones still have the routed partition count."""
     fs.makedirs(log_dir)
-    lock = _wait_for(lambda: fs.lock(fs.join(log_dir, TOPICS_LOCK),
+    lock = _wait_for(lambda: fs.lock(fs.join(log_dir, DATA_DIR_LOCK),
                                      f"topic creation in {log_dir}"), settings)
     try:
         counts = topic_partition_counts(log_dir, fs)

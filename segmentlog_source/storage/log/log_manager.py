@@ -138,17 +138,25 @@ class LogManager:
 
     def _checkpoint(self, part: PartitionDir, log: PartitionLog,
                     cleaner_offset: int | None = None) -> None:
-        fs, data_dir, key = self.fs, self.fs.dirname(part.path), (part.topic, part.partition)
+        key = (part.topic, part.partition)
         above_first = log.log_start_offset > log.segments[0].base_offset
-        changes = {RECOVERY_POINT_CHECKPOINT: log.log_end_offset,
-                   LOG_START_OFFSET_CHECKPOINT: log.log_start_offset if above_first else None}
+        changes = {RECOVERY_POINT_CHECKPOINT: {key: log.log_end_offset},
+                   LOG_START_OFFSET_CHECKPOINT: {key: log.log_start_offset if above_first
+                                                 else None}}
         if cleaner_offset is not None:
-            changes[CLEANER_OFFSET_CHECKPOINT] = cleaner_offset
-        lock = retry_while_locked(
-            lambda: fs.lock(fs.join(data_dir, DATA_DIR_LOCK), f"data directory {data_dir}"),
-            self.lock_timeout_ms, "for the data directory's lock")
-        try:
-            for name, offset in changes.items():
-                update_offset_checkpoint(fs.join(data_dir, name), {key: offset}, fs)
-        finally:
-            lock.release()
+            changes[CLEANER_OFFSET_CHECKPOINT] = {key: cleaner_offset}
+        update_checkpoints(self.fs, self.fs.dirname(part.path), changes, self.lock_timeout_ms)
+
+
+def update_checkpoints(fs, data_dir: str, changes: dict[str, dict[tuple[str, int], int | None]],
+                       lock_timeout_ms: int) -> None:
+    """Apply `changes` ({checkpoint file name: {(topic, partition): offset, or None to
+    remove}}) to the data directory's checkpoint files, under its `.lock`."""
+    lock = retry_while_locked(
+        lambda: fs.lock(fs.join(data_dir, DATA_DIR_LOCK), f"data directory {data_dir}"),
+        lock_timeout_ms, "for the data directory's lock")
+    try:
+        for name, entries in changes.items():
+            update_offset_checkpoint(fs.join(data_dir, name), entries, fs)
+    finally:
+        lock.release()
