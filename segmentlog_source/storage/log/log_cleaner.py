@@ -131,12 +131,12 @@ class _Round:
         txns = CleanedTransactions()
         txns.add_aborted(self.log.aborted_transactions(start, self.upper))
         self.map.latest_offset = start - 1
-        segments = _overlapping(self.log.segments, start, self.upper)
-        for segment, following in zip(segments, segments[1:] + [None]):
+        all_segments = self.log.segments
+        for segment in _overlapping(all_segments, start, self.upper):
             if not self._map_segment(segment, start, txns):
                 return    # the map is full
-            if following is not None:
-                self.map.latest_offset = following.base_offset - 1
+            following = all_segments.index(segment) + 1   # (the active one, at the latest)
+            self.map.latest_offset = all_segments[following].base_offset - 1
 
     def _map_segment(self, segment: LogSegment, start: int, txns: CleanedTransactions) -> bool:
         for header, entry in _batches(segment):
