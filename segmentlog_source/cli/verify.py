@@ -258,7 +258,10 @@ class _LogChecker:
         if header.magic >= 2 and not header.is_control:
             columns = self.decoder.decode([(header, entry)])
             timestamps = columns.timestamps
-            return columns.offsets, int(timestamps.max()) if len(timestamps) else -1
+            # an emptied batch (the cleaner's, §2.8) keeps its maxTimestamp, which the broker
+            # indexed when it appended the batch: that is its largest timestamp
+            return columns.offsets, (int(timestamps.max()) if len(timestamps)
+                                     else header.max_timestamp)
         records = decode_batch(entry, header, verify_crc=False).records
         if header.is_control:
             marker = checked_end_txn_marker(header, entry)   # a well-formed marker, or corrupt
@@ -425,11 +428,13 @@ def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: Re
     stays, and a marker kept until its delete horizon has no entry once its data is gone."""
     fs, path = segment.fs, segment.txn_index_path
     if not fs.exists(path):
-        if batches.complete and batches.abort_markers and segment.has_index_files:
+        unlisted = [o for o in batches.abort_markers
+                    if o >= cleaned_below or _has_txn_data(batches, o)]
+        if batches.complete and unlisted and segment.has_index_files:
             report = problems.error if closed else problems.warning
-            report(path, None, f"missing, but the segment holds {len(batches.abort_markers)} "
-                   f"ABORT marker(s), from offset {min(batches.abort_markers)}: read_committed "
-                   f"would return their aborted records")
+            report(path, None, f"missing, but the segment holds {len(unlisted)} ABORT "
+                   f"marker(s), from offset {min(unlisted)}: read_committed would return their "
+                   f"aborted records")
         return
     if fs.size(path) % TXN_ENTRY_SIZE:
         problems.warning(path, fs.size(path) - fs.size(path) % TXN_ENTRY_SIZE,
@@ -453,7 +458,7 @@ def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: Re
                            else (earlier.starts, earlier.complete
                                  and txn.first_offset >= earlier.first_base))
         if (scanned and (txn.producer_id, txn.first_offset) not in starts
-                and txn.last_offset >= cleaned_below):
+                and txn.first_offset >= cleaned_below):
             problems.error(path, where, f"entry {i}: no transactional batch of producer "
                            f"{txn.producer_id} starts at offset {txn.first_offset}",
                            kind="no first batch")

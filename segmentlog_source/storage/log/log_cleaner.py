@@ -147,13 +147,9 @@ class _Round:
                                 _control_type(header, entry))
             elif not txns.on_batch(header.producer_id, header.last_offset,
                                    header.is_transactional):
-                for key, offset in _keys(header, entry):
-                    if key is None or offset < start:
-                        continue
-                    if self.map.full:
-                        return False
-                    self.map.put(key, offset)
-                    self.map.latest_offset = offset
+                columns = _decode(header, entry)
+                if self.map.put(columns.keys, columns.offsets, start) < columns.num_rows:
+                    return False   # full: the records not put wait for the next pass
             self.map.latest_offset = max(self.map.latest_offset, header.last_offset)
         return True
 
@@ -165,12 +161,18 @@ class _Round:
         mtime = log.fs.mtime_ms(clean_below[-1].log_path) if clean_below else 0
         legacy_horizon = mtime - self.config.delete_retention_ms if clean_below else 0
         nexts = {s.base_offset: f.base_offset for s, f in zip(log.segments, log.segments[1:])}
+        if not segments:
+            return
+        # Read before any swap: the swaps delete the files the transaction indexes are in.
+        aborted = log.aborted_transactions(segments[0].base_offset,
+                                           nexts[segments[-1].base_offset])
         for group in group_segments_by_size(segments, self.config, self.upper):
             writer = _CleanedSegment(log.fs, log.directory, group[0].base_offset, self.config)
             try:
                 for segment in group:
-                    self.txns.add_aborted(log.aborted_transactions(
-                        segment.base_offset, nexts.get(segment.base_offset, log.log_end_offset)))
+                    upper = nexts[segment.base_offset]
+                    self.txns.add_aborted(t for t in aborted if t.first_offset < upper
+                                          and t.last_offset >= segment.base_offset)
                     retain_legacy_deletes = log.fs.mtime_ms(segment.log_path) > legacy_horizon
                     for header, entry in _batches(segment):
                         self.result.bytes_read += header.size
@@ -238,16 +240,13 @@ class _Round:
                               or self.now_ms < header.base_timestamp)
         else:
             retain_deletes = retain_legacy_deletes
-        keys = columns.keys.to_pylist()
-        has_value = (np.ones(len(keys), bool) if columns.values.valid is None
+        keys, offsets = columns.keys, columns.offsets
+        has_key = np.ones(len(offsets), bool) if keys.valid is None else keys.valid
+        has_value = (np.ones(len(offsets), bool) if columns.values.valid is None
                      else columns.values.valid)
-        latest = self.map.latest_offset
-        keep = np.zeros(len(keys), bool)
-        for i, (key, offset) in enumerate(zip(keys, columns.offsets.tolist())):
-            if offset > latest:
-                keep[i] = True
-            elif key is not None:
-                keep[i] = offset >= self.map.get(key) and (has_value[i] or retain_deletes)
+        newest = offsets >= self.map.get(keys)     # a key not in the map: -1, so newest
+        keep = (offsets > self.map.latest_offset) | (has_key & newest
+                                                     & (has_value | retain_deletes))
         return keep
 
 
@@ -287,11 +286,6 @@ def _decode(header: BatchHeader, entry) -> RecordColumns:
     if header.magic < 2:
         return RecordColumns.from_records(decode_batch(entry, header, verify_crc=False).records)
     return _DECODER.decode([(header, entry)])
-
-
-def _keys(header: BatchHeader, entry):
-    columns = _decode(header, entry)
-    return zip(columns.keys.to_pylist(), columns.offsets.tolist())
 
 
 def _control_type(header: BatchHeader, entry) -> int | None:
