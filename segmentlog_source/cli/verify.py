@@ -125,7 +125,7 @@ def verify_partition(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INT
         cleaned_below = ((checker.dirty_from if checker.dirty_from is not None else 2**63)
                          if checker.compacted else -1)
         _check_indexes(segment, batches, closed, snapshots, index_interval_bytes, problems,
-                       earlier, cleaned_below)
+                       earlier, cleaned_below, log.log_start_offset)
         earlier.add(batches)
     if leo is not None:
         try:
@@ -275,7 +275,7 @@ class _LogChecker:
 
 def _check_indexes(segment: LogSegment, batches: _SegmentBatches, closed: bool, snapshots,
                    interval: int, problems: Reporter, earlier: _EarlierStarts,
-                   cleaned_below: int = -1) -> None:
+                   cleaned_below: int = -1, log_start: int = 0) -> None:
     fs = segment.fs
     missing = [p for p in (segment.index_path, segment.time_index_path) if not fs.exists(p)]
     if missing:
@@ -297,7 +297,7 @@ def _check_indexes(segment: LogSegment, batches: _SegmentBatches, closed: bool, 
         if closed and offset_index is not None and time_index is not None:
             _compare_with_rebuilt(segment, offset_index, time_index, snapshots, interval, problems)
     try:
-        _check_txn_index(segment, batches, problems, closed, earlier, cleaned_below)
+        _check_txn_index(segment, batches, problems, closed, earlier, cleaned_below, log_start)
     except CorruptDataError as err:
         problems.located(err, segment.txn_index_path)
 
@@ -422,14 +422,17 @@ def _compare_with_rebuilt(segment: LogSegment, offset_index: OffsetIndex, time_i
 
 
 def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: Reporter,
-                     closed: bool, earlier: _EarlierStarts, cleaned_below: int = -1) -> None:
+                     closed: bool, earlier: _EarlierStarts, cleaned_below: int = -1,
+                     log_start: int = 0) -> None:
     """The `.txnindex` against the batches. Where the log cleaner has been (`cleaned_below`),
     an aborted transaction's data is gone while its entry (kept with its marker for a while)
-    stays, and a marker kept until its delete horizon has no entry once its data is gone."""
+    stays, and a marker kept until its delete horizon has no entry once its data is gone.
+    Markers below the log start offset are no reader's concern (the cleaner forgets their
+    transactions too)."""
     fs, path = segment.fs, segment.txn_index_path
     if not fs.exists(path):
-        unlisted = [o for o in batches.abort_markers
-                    if o >= cleaned_below or _has_txn_data(batches, o)]
+        unlisted = [o for o in batches.abort_markers if o >= log_start
+                    and (o >= cleaned_below or _has_txn_data(batches, o))]
         if batches.complete and unlisted and segment.has_index_files:
             report = problems.error if closed else problems.warning
             report(path, None, f"missing, but the segment holds {len(unlisted)} ABORT "
@@ -470,7 +473,8 @@ def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: Re
     listed = {txn.last_offset for txn in segment.txn_index.entries}
     if batches.complete:
         for offset in sorted(set(batches.abort_markers) - listed):
-            if offset < cleaned_below and not _has_txn_data(batches, offset):
+            if offset < log_start or (offset < cleaned_below
+                                      and not _has_txn_data(batches, offset)):
                 continue
             report = problems.error if closed else problems.warning
             report(path, None, f"no entry for the ABORT marker at offset {offset}: "

@@ -170,9 +170,12 @@ class _Round:
             writer = _CleanedSegment(log.fs, log.directory, group[0].base_offset, self.config)
             try:
                 for segment in group:
+                    # Kafka's collectAbortedTransactions: a transaction whose marker lies below
+                    # the log start offset is unknown (its data counts as committed)
                     upper = nexts[segment.base_offset]
+                    lowest = max(segment.base_offset, log.log_start_offset)
                     self.txns.add_aborted(t for t in aborted if t.first_offset < upper
-                                          and t.last_offset >= segment.base_offset)
+                                          and t.last_offset >= lowest)
                     retain_legacy_deletes = log.fs.mtime_ms(segment.log_path) > legacy_horizon
                     for header, entry in _batches(segment):
                         self.result.bytes_read += header.size
