@@ -20,7 +20,8 @@ from .common import RESULTS
 # One colour per side, the same in every panel.
 COLOURS = {"segmentlog": "#1f77b4", "kafka-python": "#ff7f0e", "Spark, Parquet": "#2ca02c",
            "Python-source ceiling": "#9a9a9a", "Spark's Kafka source": "#d62728",
-           "100 MB log": "#aec7e8", "2 GB log": "#1f77b4", "full scan, 2 GB": "#9a9a9a"}
+           "100 MB log": "#aec7e8", "2 GB log": "#1f77b4", "full scan, 2 GB": "#9a9a9a",
+           "compaction": "#1f77b4", "read + decode, one process": "#9a9a9a"}
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 _SIDE_NAMES = {"kafka_python": "kafka-python", "parquet": "Spark, Parquet",
                "ceiling": "Python-source ceiling"}
@@ -85,6 +86,9 @@ def panels(results: dict) -> list[dict]:
                     "groups": {name.split(") vs")[0].replace(", ", "\n"):
                                {_side(k): v for k, v in c["median"].items()}
                                for name, c in streams.items()}})
+    compaction = [c for c in cases if c["name"].startswith("compaction: ")]
+    if any(c["unit"] == "MB/s" for c in compaction):
+        out.append(_compaction_panel(compaction))
     writes = {c["name"]: c for c in external.get("writer", {}).get("cases", [])
               if "df.write" in c["name"]}
     if writes:
@@ -107,6 +111,30 @@ def panels(results: dict) -> list[dict]:
         stored += (results.get("object_store") or {}).get("cases", []) if not stored else []
         out.append(_bytes_panel(reads, stored))
     return out
+
+
+def _compaction_panel(rows: list[dict]) -> dict:
+    """bench/compaction.py: the cleaner's MB/s each way, beside reading and decoding the same
+    bytes (the least a cleaner must do); the one-process peak RSS in the title."""
+    rates = {side: v for c in rows if c["unit"] == "MB/s" for side, v in c["median"].items()}
+    passes = next((c["passes"] for c in rows if "passes" in c), "?")
+    reference = rates.get("read + CRC + decode")
+    small = next((s for s in rates if s.endswith(" dedupe buffer")), "")
+    groups = {}
+    for label, side in (("one process\n128 MiB dedupe buffer", "cleaner, one process"),
+                        ("Spark job, local[2]\n(4 partitions)", "Spark job, local[2]"),
+                        (f"one process, {small.split(' dedupe')[0]} buffer\n({passes} passes, "
+                         "partition 0)", small)):
+        if side in rates:
+            groups[label] = {"compaction": rates[side]}
+            if reference:
+                groups[label]["read + decode, one process"] = reference
+    peak = next((c["median"].get("cleaner, one process") for c in rows if c["unit"] == "MB"),
+                None)
+    data = next(c["data"] for c in rows if c["unit"] == "MB/s").split(", ")
+    return {"title": f"How fast does compaction go? ({data[-1].replace(' of .log', '')}, "
+                     f"{data[-2]}" + (f"; peak RSS {peak:.0f} MB)" if peak else ")"),
+            "unit": "MB/s", "better": "higher", "groups": groups, "headroom": 0.35}
 
 
 def _bytes_panel(reads: dict, object_store: list[dict]) -> dict:
@@ -175,7 +203,7 @@ def draw(results: dict, path: Path) -> None:
                         fontsize=7)
         if panel.get("log"):
             ax.set_yscale("log")
-        ax.margins(y=0.18)
+        ax.margins(y=panel.get("headroom", 0.18))   # more: room for the legend above bars
         ax.set_xticks(range(len(panel["groups"])), list(panel["groups"]), fontsize=7.5)
         ax.set_ylabel(f"{panel['unit']} ({panel['better']} is better)", fontsize=8)
         ax.set_title(panel["title"], fontsize=9.5)

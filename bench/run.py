@@ -17,6 +17,8 @@ question with the peers side by side), and prints the table. Modules, in order:
                 (5M records produced once, ~2 min) against segmentlog on its log directory
     stream      bench/stream.py: readStream's throughput vs the batch reader, and the latency
                 from an append to the record being visible in a segmentlog sink
+    compaction  bench/compaction.py: the log cleaner's MB/s on a 1 GB compacted topic, in one
+                process and as a Spark job, beside plain reads; its peak RSS and passes
 decoder and writer are optional: missing or failing, they get a "not available" row.
 """
 
@@ -31,10 +33,11 @@ import traceback
 from .chart import draw
 from .common import RESULTS, case, machine_info, stop_spark, unavailable
 
-OURS = ("memory", "spark_scan", "selective", "object_store", "kafka_peer", "stream")
+OURS = ("memory", "spark_scan", "selective", "object_store", "kafka_peer", "stream",
+        "compaction")
 EXTERNAL = ("decoder", "writer")
 ORDER = ("decoder", "writer", "memory", "spark_scan", "selective", "object_store",
-         "kafka_peer", "stream")
+         "kafka_peer", "stream", "compaction")
 
 
 def external_rows(label: str, result) -> list[dict]:
