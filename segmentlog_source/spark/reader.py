@@ -82,11 +82,18 @@ class _AbortTracker:
     transactions come from the `.txnindex` (or, without index files, from the batches): an
     ABORT marker they do not list, or one they list in the range read but that is not there, is
     a damaged index, which would otherwise return aborted rows or drop committed ones.
+
+    Except where the log cleaner has been (below `cleaned_below`): there it removes an aborted
+    transaction's data and keeps the marker (until its delete horizon) without an index entry,
+    and an entry may outlive the first batch it names. A marker no index lists is harmless
+    there when no data of its transaction is among the batches read.
     """
 
-    def __init__(self, aborted: list[AbortedRange], path: str):
+    def __init__(self, aborted: list[AbortedRange], path: str, cleaned_below: int = -1):
         self.aborted = aborted
         self.path = path
+        self.cleaned_below = cleaned_below
+        self.in_txn: set[int] = set()    # producers with transactional data since their marker
         self.ends = {(a.producer_id, a.last_offset) for a in aborted}
         self.pending: list[AbortedRange] | None = None
         self.ongoing: set[int] = set()
@@ -106,9 +113,11 @@ class _AbortTracker:
         while self.pending and self.pending[0].first_offset <= header.last_offset:
             self.ongoing.add(self.pending.pop(0).producer_id)
         if header.is_control:
+            data_seen = header.producer_id in self.in_txn
+            self.in_txn.discard(header.producer_id)
             if marker is not None and marker[0]:   # an ABORT marker ends the abort
                 key = (header.producer_id, header.base_offset)
-                if key not in self.ends:
+                if key not in self.ends and (data_seen or key[1] >= self.cleaned_below):
                     raise CorruptDataError(
                         f"the ABORT marker of producer {key[0]} at offset {key[1]} is not in "
                         f"the segments' transaction index (.txnindex): it is damaged or "
@@ -118,6 +127,7 @@ class _AbortTracker:
             return True
         if header.is_transactional:
             self.starts.add((header.producer_id, header.base_offset))
+            self.in_txn.add(header.producer_id)
         return header.is_transactional and header.producer_id in self.ongoing
 
     def finish(self) -> None:
@@ -127,7 +137,8 @@ class _AbortTracker:
             return
         for a in self.aborted:
             if (self.span[0] <= a.first_offset <= self.span[1]
-                    and (a.producer_id, a.first_offset) not in self.starts):
+                    and (a.producer_id, a.first_offset) not in self.starts
+                    and a.first_offset >= self.cleaned_below):
                 raise CorruptDataError(
                     f"the transaction index lists an aborted transaction of producer "
                     f"{a.producer_id} starting at offset {a.first_offset}, but no transactional "
@@ -166,7 +177,10 @@ class GroupScan:
         lo, hi = max(task.offset_lo, f.offset_lo), min(task.offset_hi, f.offset_hi)
         aborted = [a for a in self.group.aborted
                    if (a.topic, a.partition) == (task.topic, task.partition)]
-        tracker = _AbortTracker(aborted, task.path) if self.settings.read_committed else None
+        cleaned_below = ((task.dirty_from if task.dirty_from is not None else 2**63)
+                         if task.compacted else -1)
+        tracker = (_AbortTracker(aborted, task.path, cleaned_below)
+                   if self.settings.read_committed else None)
         verify = self.settings.verify_checksums
         fs, path = filesystem_for(task.path, self.settings.store)
         scan = CheckedScan(fs, path, task.start, task.end, segment_base=task.segment_base,

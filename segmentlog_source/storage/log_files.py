@@ -28,6 +28,9 @@ CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
 # Our writer's per-partition lock. Brokers ignore files with unknown suffixes in a partition dir.
 PARTITION_LOCK = ".segmentlog.lock"
+# A cleaning under way (log_cleaner.py): the end offset of the cleaning being swapped in, so
+# that readers know the cleaner's reach before the cleaner-offset-checkpoint says it.
+CLEANING_INTENT = ".segmentlog.cleaning"
 # Our writer's commit state in a data directory (staged files, manifests; storage/commit/):
 # log discovery skips it.
 STATE_DIR = "_segmentlog"

@@ -22,6 +22,19 @@ SMALL_SEGMENTS = ("--config", "internal.segment.bytes=4096", "--config",
 # the one KafkaClient run makes them too: -m with the clean-shutdown marker, -n without it.
 ADOPTED = ("adopt-m", "adopt-n", "crc-m", "crc-n", "gap-m", "gap-n")
 ADOPTED_PARTITIONS = 2
+# The log manager phase (log_manager_live.py). segmentlog's retained and compacted files replace
+# the -m/-n topics' (ADOPTED_PARTITIONS each, so adoption.observe asks for them all).
+# lm-keyed is produced here and compacted later by the broker's own cleaner: created with
+# min.cleanable.dirty.ratio=1, which no log can exceed, so nothing cleans it until that phase
+# lowers the ratio (after copying its files).
+LM_RETENTION_MS = 3 * 3600 * 1000
+LM_COMPACT_CONFIGS = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01"}
+LM_DELETE_CONFIGS = {"cleanup.policy": "delete", "retention.ms": str(LM_RETENTION_MS)}
+LM_KEYED = "lm-keyed"
+LM_LIVE = "lm-live"   # what LogManager may do to a running broker's partition
+LM_KEYED_CONFIGS = {"cleanup.policy": "compact", "internal.segment.bytes": "4096",
+                    "segment.ms": "15000", "index.interval.bytes": "512",
+                    "min.cleanable.dirty.ratio": "1"}
 
 
 def base_timestamp() -> int:
@@ -58,7 +71,35 @@ def produce_commands(base: int) -> list[list]:
          "--base-ts", base],
     ]
     commands += [["create-topic", t, "--partitions", ADOPTED_PARTITIONS] for t in ADOPTED]
-    return commands
+    return commands + log_manager_commands(base)
+
+
+def _configs(configs: dict[str, str]) -> list[str]:
+    return [word for k, v in configs.items() for word in ("--config", f"{k}={v}")]
+
+
+def log_manager_commands(base: int) -> list[list]:
+    """The log manager phase's topics, and lm-keyed's records: keys repeating (--keys), every
+    13th value a tombstone, an aborted and a committed transaction over the same keys, several
+    producers; CreateTime 1 s apart, so segment.ms rolls every ~15 records."""
+    commands = [["create-topic", f"lm-{kind}-{suffix}", "--partitions", ADOPTED_PARTITIONS,
+                 *_configs(configs)]
+                for suffix in ("m", "n")
+                for kind, configs in (("compact", LM_COMPACT_CONFIGS),
+                                      ("delete", LM_DELETE_CONFIGS))]
+    keyed = (LM_KEYED, "--prefix", "k", "--value-bytes", 30)
+    return commands + [
+        ["create-topic", LM_KEYED, *_configs(LM_KEYED_CONFIGS)],
+        ["produce", *keyed, "--count", 500, "--batch", 7, "--keys", 37, "--base-ts", base],
+        ["produce", *keyed, "--count", 60, "--batch", 6, "--keys", 37, "--txn", "abort",
+         "--codec", "gzip", "--base-ts", base + 520_000],
+        ["produce", *keyed, "--count", 60, "--batch", 6, "--keys", 50, "--txn", "commit",
+         "--codec", "zstd", "--base-ts", base + 600_000],
+        ["produce", *keyed, "--count", 200, "--batch", 5, "--keys", 61, "--codec", "lz4",
+         "--base-ts", base + 700_000],
+        ["create-topic", LM_LIVE],
+        ["produce", LM_LIVE, "--count", 30, "--batch", 10, "--base-ts", base],
+    ]
 
 
 def codec_timestamp(base: int, i: int, late_every: int = 7) -> int:

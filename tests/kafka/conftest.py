@@ -12,6 +12,11 @@ them all in one worker, against this one broker. Its life, in the order the fixt
     adoption      segmentlog writes a topic, and its files replace the broker's in two rounds:
                   a start with the clean-shutdown marker, a start without it (adoption.py).
                   The broker is stopped at the end.
+    log_manager_live
+                  segmentlog's LogManager retains and compacts placed files in the broker's own
+                  data directory, which the broker then loads, with and without the marker;
+                  meanwhile the broker's cleaner compacts lm-keyed, copied beforehand, and
+                  segmentlog compacts the copy (log_manager_live.py). Stopped at the end.
 
 Tests read the broker's answers from these fixtures; no test restarts it. Where each phase's
 time went is in `<broker dir>/logs/phases.txt`; the broker's own log is `logs/server.log`.
@@ -34,7 +39,8 @@ from tests import conftest as shared_conftest
 from tests.kafka.broker_topics import ReadCase, base_timestamp, produce_commands, read_cases
 from tests.kafka.reads import Read, kafka_read, segmentlog_read
 
-ADOPTED_PREFIXES = ("adopt-", "crc-", "gap-")
+# Topics whose files later phases replace or clean: not copied for the dump comparison.
+ADOPTED_PREFIXES = ("adopt-", "crc-", "gap-", "lm-")
 
 
 class Phases:
@@ -156,4 +162,15 @@ def adoption(kafka_spark, broker, produced, broker_reads, tmp_path_factory):
     started = time.monotonic()
     result = run_adoption(kafka_spark, broker, produced, tmp_path_factory)
     broker.phases.timed("adoption: segmentlog writes, two broker rounds", started)
+    return result
+
+
+@pytest.fixture(scope="session")
+def log_manager_live(kafka_spark, broker, produced, adoption, tmp_path_factory):
+    from tests.kafka.log_manager_live import run_log_manager_live
+
+    started = time.monotonic()
+    result = run_log_manager_live(kafka_spark, broker, tmp_path_factory)
+    broker.phases.timed("log manager: segmentlog retains and compacts, two broker rounds, "
+                        "the broker's cleaner against segmentlog's", started)
     return result

@@ -152,25 +152,30 @@ class AppendFile(_OpenFile):
 class FileLock:
     """An exclusive advisory lock on a file, held until `release()`.
 
-    Kafka brokers hold `.lock` the same way; a second writer gets a clear LogLockedError
-    instead of waiting or corrupting the log.
+    Two kinds of lock are taken, because Linux keeps them apart: `flock` (what other segmentlog
+    writers take) and a POSIX record lock (`lockf`: what a Kafka broker's FileChannel.tryLock
+    takes on its data directory's `.lock`). Either one held elsewhere is a clear
+    LogLockedError instead of waiting or corrupting the log.
     """
 
     def __init__(self, path: str, what: str):
         self.path = path
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(self._fd)
-            self._fd = -1
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise LogLockedError(
-                    f"{what} is locked by another writer (lock file {path})") from None
-            raise
+        for lock, holder in ((fcntl.flock, "another writer"),
+                             (fcntl.lockf, "another process (a running Kafka broker?)")):
+            try:
+                lock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(self._fd)   # (closing drops the flock too)
+                self._fd = -1
+                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise LogLockedError(
+                        f"{what} is locked by {holder} (lock file {path})") from None
+                raise
 
     def release(self) -> None:
         if self._fd >= 0:
+            fcntl.lockf(self._fd, fcntl.LOCK_UN)
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = -1

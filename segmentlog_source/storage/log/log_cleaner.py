@@ -13,7 +13,9 @@ One cleaning of a partition:
    next pass. End offset = the map's latest offset + 1: the next first dirty offset.
 3. Every segment below the end offset, grouped so that each group fits one segment, is
    rewritten into one `.cleaned` segment at the group's base offset, batch by batch
-   (`_Round.filter`, batch_filter.py), and swapped in (local_log.py).
+   (`_Round.filter`, batch_filter.py), and swapped in (local_log.py). Before the first swap,
+   the end offset is written to the partition's CLEANING_INTENT file, which readers take as
+   the cleaner's reach until the caller has recorded the checkpoint and removed the file.
 
 A record stays if it lies past the map's latest offset, or has a key and is that key's newest
 record, and either has a value or is a tombstone whose delete horizon has not passed (the
@@ -37,8 +39,8 @@ from ...format.batch_filter import filter_batch
 from ...format.control import parse_control_key
 from ...format.record_decoder import ColumnarDecoder, decode_batch
 from ...format.records import RecordColumns
-from ..log_files import (CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX,
-                         TXN_INDEX_SUFFIX, file_name)
+from ..log_files import (CLEANED_SUFFIX, CLEANING_INTENT, INDEX_SUFFIX, LOG_SUFFIX,
+                         TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, file_name)
 from ..txn.cleaned_transactions import CleanedTransactions
 from .local_log import replace_segments
 from .log_config import LogConfig
@@ -166,6 +168,10 @@ class _Round:
         # Read before any swap: the swaps delete the files the transaction indexes are in.
         aborted = log.aborted_transactions(segments[0].base_offset,
                                            nexts[segments[-1].base_offset])
+        # Readers must know how far the cleaner reaches before the checkpoint can say it (a
+        # crash between the swaps and the checkpoint leaves cleaned segments past it).
+        log.fs.write_atomic(log.fs.join(log.directory, CLEANING_INTENT), b"%d\n" % end_offset,
+                            fsync=self.config.fsync != "none")
         for group in group_segments_by_size(segments, self.config, self.upper):
             writer = _CleanedSegment(log.fs, log.directory, group[0].base_offset, self.config)
             try:

@@ -26,8 +26,8 @@ from typing import Callable, Iterable, Mapping
 from ...errors import BadOptionError
 from ..io.filesystem import filesystem_for
 from ..io.local import retry_while_locked
-from ..log_files import (CLEANER_OFFSET_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT,
-                         RECOVERY_POINT_CHECKPOINT)
+from ..log_files import (CLEANER_OFFSET_CHECKPOINT, CLEANING_INTENT,
+                         LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT)
 from .batch_sequence import compacted_by_default
 from .checkpoints import update_offset_checkpoint
 from .log_cleaner import CleanResult, clean
@@ -123,6 +123,11 @@ class LogManager:
                 found.passes.append(result)
             with self._open(part, config) as log:    # the swapped-in segments, reloaded
                 self._checkpoint(part, log, cleaner_offset=result.end_offset)
+                # The checkpoint says how far the cleaner reached, once it reaches as far as
+                # the announced cleaning (an interrupted one's may reach further)
+                intent = log.cleaning_intent()
+                if intent is not None and result.end_offset >= intent:
+                    self.fs.remove(self.fs.join(part.path, CLEANING_INTENT))
             if not result.map_full or result.end_offset >= result.first_uncleanable:
                 return found
         raise BadOptionError("dedupe_buffer_bytes", self.dedupe_buffer_bytes,
@@ -131,6 +136,8 @@ class LogManager:
 
     # -- shared -----------------------------------------------------------------------------
     def _open(self, part: PartitionDir, config: LogConfig) -> PartitionLog:
+        # A running broker holds its data directory's lock: nothing of its logs is touched.
+        _data_dir_lock(self.fs, self.fs.dirname(part.path), self.lock_timeout_ms).release()
         return retry_while_locked(
             lambda: PartitionLog.open_for_append(part.path, self.fs, topic=part.topic,
                                                  partition=part.partition, config=config),
@@ -152,11 +159,15 @@ def update_checkpoints(fs, data_dir: str, changes: dict[str, dict[tuple[str, int
                        lock_timeout_ms: int) -> None:
     """Apply `changes` ({checkpoint file name: {(topic, partition): offset, or None to
     remove}}) to the data directory's checkpoint files, under its `.lock`."""
-    lock = retry_while_locked(
-        lambda: fs.lock(fs.join(data_dir, DATA_DIR_LOCK), f"data directory {data_dir}"),
-        lock_timeout_ms, "for the data directory's lock")
+    lock = _data_dir_lock(fs, data_dir, lock_timeout_ms)
     try:
         for name, entries in changes.items():
             update_offset_checkpoint(fs.join(data_dir, name), entries, fs)
     finally:
         lock.release()
+
+
+def _data_dir_lock(fs, data_dir: str, lock_timeout_ms: int):
+    return retry_while_locked(
+        lambda: fs.lock(fs.join(data_dir, DATA_DIR_LOCK), f"data directory {data_dir}"),
+        lock_timeout_ms, "for the data directory's lock")

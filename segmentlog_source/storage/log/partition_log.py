@@ -16,8 +16,8 @@ from ...errors import BadOptionError, CorruptDataError, DataLossError, LogNotFou
 from ...format.batch import BatchHeader, parse_header
 from ..io.filesystem import filesystem_for
 from ..io.stats import IOStats
-from ..log_files import (CLEANER_OFFSET_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, PARTITION_LOCK,
-                         PARTITION_METADATA, SNAPSHOT_SUFFIX, kind_of)
+from ..log_files import (CLEANER_OFFSET_CHECKPOINT, CLEANING_INTENT, LOG_START_OFFSET_CHECKPOINT,
+                         PARTITION_LOCK, PARTITION_METADATA, SNAPSHOT_SUFFIX, kind_of)
 from ..txn.producer_state_manager import (ProducerStateManager, read_end_txn_marker,
                                           write_snapshot)
 from ..txn.transaction_index import AbortedTxn
@@ -155,17 +155,44 @@ class PartitionLog:
     @property
     def compacted(self) -> bool:
         """Whether the partition shows signs of the log cleaner (batch_sequence.py says why it
-        matters): a topic compacted by default, or an entry in the data directory's
-        cleaner-offset-checkpoint."""
+        matters): a topic compacted by default, an entry in the data directory's
+        cleaner-offset-checkpoint, or a cleaning under way."""
         cleaned = self.data_dir_checkpoint(CLEANER_OFFSET_CHECKPOINT)
-        return compacted_by_default(self.topic) or (self.topic, self.partition) in cleaned
+        return (compacted_by_default(self.topic) or (self.topic, self.partition) in cleaned
+                or self.cleaning_intent() is not None)
 
     @property
     def dirty_from(self) -> int | None:
-        """The first dirty offset the data directory's cleaner-offset-checkpoint gives this
-        partition: the cleaner has removed nothing at or past it (None: not listed)."""
-        return self.data_dir_checkpoint(CLEANER_OFFSET_CHECKPOINT).get(
+        """Where the log cleaner has not been: no record at or past it was removed (None: the
+        data directory's cleaner-offset-checkpoint does not list the partition).
+
+        The checkpoint's offset (or a later one a cleaning under way announced, log_cleaner.py
+        CLEANING_INTENT) ends the cleaned range, but the cleaner rewrites whole segments: one
+        cleaned in part (a full offset map) lost aborted batches past it. So the bound is the
+        first segment base at or past that offset."""
+        cleaned = self.data_dir_checkpoint(CLEANER_OFFSET_CHECKPOINT).get(
             (self.topic, self.partition))
+        intent = self.cleaning_intent()
+        if intent is not None:
+            cleaned = intent if cleaned is None else max(cleaned, intent)
+        if cleaned is None:
+            return None
+        i = bisect.bisect_left(self._base_offsets, cleaned)
+        return self._base_offsets[i] if i < len(self._base_offsets) else cleaned
+
+    def cleaning_intent(self) -> int | None:
+        """The end offset a cleaning under way announced (log_cleaner.py), or None."""
+        names = self.listing if self.listing is not None else self.fs.list_dir(self.directory)
+        if CLEANING_INTENT not in names:
+            return None
+        path = self.fs.join(self.directory, CLEANING_INTENT)
+        try:
+            return int(self.fs.read_all(path).decode("ascii").strip())
+        except (ValueError, UnicodeDecodeError):
+            raise CorruptDataError("not an offset: a cleaning's intent file holds one number",
+                                   path) from None
+        except LogNotFoundError:   # the cleaning finished meanwhile: the checkpoint says it
+            return None
 
     def lost_data(self, end: int | None = None) -> list[str]:
         """What the files around the segments say is missing from them (lost_data.py)."""
