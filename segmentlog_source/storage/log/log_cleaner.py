@@ -56,6 +56,7 @@ from .time_index import TimeIndex
 # its last batch no longer needs keeping.
 PRODUCER_ID_EXPIRATION_MS = 24 * 3600 * 1000
 _DECODER = ColumnarDecoder(verify_crc=False)   # batches are CRC-checked as they are read
+_KEY_DECODER = ColumnarDecoder(verify_crc=False, fields={"key"})   # the map needs keys only
 
 
 @dataclass
@@ -149,7 +150,7 @@ class _Round:
                                 _control_type(header, entry))
             elif not txns.on_batch(header.producer_id, header.last_offset,
                                    header.is_transactional):
-                columns = _decode(header, entry)
+                columns = _decode(header, entry, keys_only=True)
                 if self.map.put(columns.keys, columns.offsets, start) < columns.num_rows:
                     return False   # full: the records not put wait for the next pass
             self.map.latest_offset = max(self.map.latest_offset, header.last_offset)
@@ -291,10 +292,10 @@ def _batches(segment: LogSegment):
     return segment.iter_entries(0, verify_crc=True)
 
 
-def _decode(header: BatchHeader, entry) -> RecordColumns:
+def _decode(header: BatchHeader, entry, keys_only: bool = False) -> RecordColumns:
     if header.magic < 2:
         return RecordColumns.from_records(decode_batch(entry, header, verify_crc=False).records)
-    return _DECODER.decode([(header, entry)])
+    return (_KEY_DECODER if keys_only else _DECODER).decode([(header, entry)])
 
 
 def _control_type(header: BatchHeader, entry) -> int | None:
