@@ -19,7 +19,7 @@ from __future__ import annotations
 from ..storage.log.log_manager import LogManager
 from ..storage.log.offset_map import DEFAULT_DEDUPE_BUFFER_BYTES
 from .tables import render_table
-from .topic_config import add_override_arguments, pairs
+from .topic_config import add_override_arguments, overrides_of
 
 HELP = "compact logs (newest record per key), as Kafka's log cleaner does"
 
@@ -36,11 +36,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    overrides = pairs(args.configs, "--config")
-    if args.delete_retention_ms is not None:
-        overrides["delete.retention.ms"] = str(args.delete_retention_ms)
-    if args.min_compaction_lag_ms is not None:
-        overrides["min.compaction.lag.ms"] = str(args.min_compaction_lag_ms)
+    overrides = overrides_of(args, {"delete.retention.ms": args.delete_retention_ms,
+                                    "min.compaction.lag.ms": args.min_compaction_lag_ms})
     manager = LogManager(args.path, topics=args.topics, overrides=overrides,
                          lock_timeout_ms=args.lock_timeout_ms,
                          dedupe_buffer_bytes=args.dedupe_buffer_bytes)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..storage.log.log_manager import LogManager
 from .tables import render_table
-from .topic_config import add_override_arguments, pairs
+from .topic_config import add_override_arguments, overrides_of
 
 HELP = "delete old segments by retention.ms / retention.bytes, as a broker's retention does"
 
@@ -30,11 +30,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    overrides = pairs(args.configs, "--config")
-    if args.retention_ms is not None:
-        overrides["retention.ms"] = str(args.retention_ms)
-    if args.retention_bytes is not None:
-        overrides["retention.bytes"] = str(args.retention_bytes)
+    overrides = overrides_of(args, {"retention.ms": args.retention_ms,
+                                    "retention.bytes": args.retention_bytes})
     manager = LogManager(args.path, topics=args.topics, overrides=overrides,
                          lock_timeout_ms=args.lock_timeout_ms)
     rows = []

@@ -34,6 +34,14 @@ def add_override_arguments(parser) -> None:
                         "holds, then fail naming it")
 
 
+def overrides_of(args, flags: dict[str, int | None]) -> dict[str, str]:
+    """The configs for one run: `--config NAME=VALUE` pairs, then the command's own flags
+    (Kafka config name -> value, None when not given)."""
+    overrides = pairs(args.configs, "--config")
+    overrides.update({name: str(value) for name, value in flags.items() if value is not None})
+    return overrides
+
+
 def pairs(texts: list[str], flag: str) -> dict[str, str]:
     found = {}
     for text in texts:
