@@ -33,7 +33,7 @@ from ..plan.option_names import ignored_warning
 from ..plan.write_options import WriteOptions, parse_write_options
 from ..storage.commit import committer
 from ..storage.commit.staging import (StagedFile, StagedFileWriter, batch_job_name, make_job_dir,
-                                      task_file_prefix)
+                                      open_job_dir, start_job, task_file_prefix)
 from ..storage.io.filesystem import filesystem_for
 from ..storage.log.data_dir import check_writable, topic_partition_counts
 from .write_input import InputLayout, Router, input_layout
@@ -100,12 +100,16 @@ def plan_write(options, schema, overwrite: bool, *, refused: tuple[str, str],
 class TaskStager:
     """One task's rows, routed, encoded and staged: one staged file per target partition."""
 
-    def __init__(self, plan: WritePlan, job: str, ctx: TaskContext | None):
+    def __init__(self, plan: WritePlan, job: str, ctx: TaskContext | None,
+                 job_started: bool = False):
         self.plan = plan
         partition_id = ctx.partitionId() if ctx is not None else 0
         self.prefix = task_file_prefix(partition_id, ctx.attemptNumber() if ctx else 0,
                                        ctx.taskAttemptId() if ctx else 0)
-        self.directory = make_job_dir(plan.log_dir, job)
+        # A batch job's directory was made by the driver (start_job); a stream's micro-batch
+        # has no driver-side start, so its tasks make it.
+        self.directory = (open_job_dir(plan.log_dir, job) if job_started
+                          else make_job_dir(plan.log_dir, job))
         self.router = Router(plan.layout, plan.opts.topic, plan.partition_counts,
                              plan.opts.partitions_for_new_topic, first_keyless=partition_id)
         self.write_time_ms = int(time.time() * 1000)  # a producer's send time, for CreateTime
@@ -167,8 +171,8 @@ class TaskStager:
 
 
 def stage_task(plan: WritePlan, job: str, batches: Iterator[pa.RecordBatch],
-               **stream: object) -> StagedOutput:
-    stager = TaskStager(plan, job, TaskContext.get())
+               job_started: bool = False, **stream: object) -> StagedOutput:
+    stager = TaskStager(plan, job, TaskContext.get(), job_started)
     for batch in batches:
         stager.add(batch)
     files, routed = stager.finish()
@@ -196,9 +200,10 @@ class SegmentLogWriter(DataSourceArrowWriter):
     def __init__(self, plan: WritePlan):
         self.plan = plan
         self.job = batch_job_name(uuid.uuid4().hex)  # pickled once: the same in every task
+        start_job(plan.log_dir, self.job)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedOutput:
-        return stage_task(self.plan, self.job, iterator)
+        return stage_task(self.plan, self.job, iterator, job_started=True)
 
     def commit(self, messages: list[StagedOutput | None]) -> None:
         committer.commit(self.plan.log_dir, commit_request(self.job, messages),

@@ -21,7 +21,7 @@ import re
 from typing import Iterator, NamedTuple
 import uuid
 
-from ...errors import CorruptDataError
+from ...errors import CorruptDataError, LogNotFoundError
 from ...format.batch import BatchHeader, iter_headers
 from ..io.local import LOCAL
 from ..log_files import STATE_DIR
@@ -102,6 +102,9 @@ class StagedFileWriter:
                           self.size)
 
 
+JOB_MARKER = ".job"   # in a batch job's staging directory while the job runs
+
+
 def task_file_prefix(partition_id: int, attempt: int, task_attempt_id: int) -> str:
     return f"t{partition_id:05d}-a{attempt}-{task_attempt_id}-{uuid.uuid4().hex[:8]}"
 
@@ -120,6 +123,24 @@ def make_job_dir(log_dir: str, job: str, fs=LOCAL) -> str:
         except FileNotFoundError:
             if attempt == 4:
                 raise
+    return path
+
+
+def start_job(log_dir: str, job: str, fs=LOCAL) -> str:
+    """The driver's part for a batch write: the job's staging directory, made before any task
+    runs and kept non-empty (a tidying committer removes only empty ones), so that a task
+    attempt still running after the job was committed or aborted finds it gone
+    (`open_job_dir`) instead of leaving staged files no one will remove."""
+    path = make_job_dir(log_dir, job, fs)
+    fs.write_atomic(fs.join(path, JOB_MARKER), b"", fsync=False)
+    return path
+
+
+def open_job_dir(log_dir: str, job: str, fs=LOCAL) -> str:
+    path = job_dir(log_dir, job, fs)
+    if not fs.exists(fs.join(path, JOB_MARKER)):
+        raise LogNotFoundError(f"the write job {job} is over (committed or aborted): this task "
+                               f"attempt came too late to stage in {path}")
     return path
 
 
