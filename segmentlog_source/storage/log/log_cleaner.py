@@ -169,9 +169,17 @@ class _Round:
         # Read before any swap: the swaps delete the files the transaction indexes are in.
         aborted = log.aborted_transactions(segments[0].base_offset,
                                            nexts[segments[-1].base_offset])
+        # Every batch to rewrite is checked before the first swap: damage found half-way
+        # would leave some groups swapped (the log valid, but changed before the error).
+        for segment in segments:
+            for _ in _batches(segment):
+                pass
         # Readers must know how far the cleaner reaches before the checkpoint can say it (a
-        # crash between the swaps and the checkpoint leaves cleaned segments past it).
-        log.fs.write_atomic(log.fs.join(log.directory, CLEANING_INTENT), b"%d\n" % end_offset,
+        # crash between the swaps and the checkpoint leaves cleaned segments past it); an
+        # interrupted cleaning's announced reach is kept if it went further.
+        previous = log.cleaning_intent()
+        reach = end_offset if previous is None else max(previous, end_offset)
+        log.fs.write_atomic(log.fs.join(log.directory, CLEANING_INTENT), b"%d\n" % reach,
                             fsync=self.config.fsync != "none")
         for group in group_segments_by_size(segments, self.config, self.upper):
             writer = _CleanedSegment(log.fs, log.directory, group[0].base_offset, self.config)

@@ -72,9 +72,9 @@ class LogConfig:
         for name in ("delete_retention_ms", "min_compaction_lag_ms", "file_delete_delay_ms"):
             if getattr(self, name) < 0:
                 raise BadOptionError(name, getattr(self, name), "must be >= 0")
-        if self.max_compaction_lag_ms < 1:
+        if self.max_compaction_lag_ms < max(1, self.min_compaction_lag_ms):
             raise BadOptionError("max_compaction_lag_ms", self.max_compaction_lag_ms,
-                                 "must be >= 1")
+                                 "must be >= 1 and >= min.compaction.lag.ms")
         if not 0 <= self.min_cleanable_dirty_ratio <= 1:
             raise BadOptionError("min_cleanable_dirty_ratio", self.min_cleanable_dirty_ratio,
                                  "must be between 0 and 1")

@@ -29,7 +29,7 @@ from ..io.local import retry_while_locked
 from ..log_files import (CLEANER_OFFSET_CHECKPOINT, CLEANING_INTENT,
                          LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT)
 from .batch_sequence import compacted_by_default
-from .checkpoints import update_offset_checkpoint
+from .checkpoints import read_offset_checkpoint, update_offset_checkpoint
 from .log_cleaner import CleanResult, clean
 from .log_config import LogConfig
 from .log_directory import PartitionDir, find_partitions
@@ -40,7 +40,8 @@ from .topic_configs import topic_log_config
 
 DATA_DIR_LOCK = ".lock"        # the broker's own data-directory lock (and the committer's)
 DEFAULT_LOCK_TIMEOUT_MS = 60_000
-MAX_CLEANING_PASSES = 10_000   # each pass maps at least one record; a guard, not a limit
+MAX_CLEANING_PASSES = 10_000
+CHECKPOINTS = (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, CLEANER_OFFSET_CHECKPOINT)   # each pass maps at least one record; a guard, not a limit
 
 
 @dataclass
@@ -137,7 +138,10 @@ class LogManager:
     # -- shared -----------------------------------------------------------------------------
     def _open(self, part: PartitionDir, config: LogConfig) -> PartitionLog:
         # A running broker holds its data directory's lock: nothing of its logs is touched.
-        _data_dir_lock(self.fs, self.fs.dirname(part.path), self.lock_timeout_ms).release()
+        data_dir = self.fs.dirname(part.path)
+        _data_dir_lock(self.fs, data_dir, self.lock_timeout_ms).release()
+        for name in CHECKPOINTS:   # each one readable before a file changes, not after
+            read_offset_checkpoint(self.fs.join(data_dir, name), self.fs)
         return retry_while_locked(
             lambda: PartitionLog.open_for_append(part.path, self.fs, topic=part.topic,
                                                  partition=part.partition, config=config),

@@ -187,12 +187,15 @@ class PartitionLog:
             return None
         path = self.fs.join(self.directory, CLEANING_INTENT)
         try:
-            return int(self.fs.read_all(path).decode("ascii").strip())
-        except (ValueError, UnicodeDecodeError):
-            raise CorruptDataError("not an offset: a cleaning's intent file holds one number",
-                                   path) from None
+            text = self.fs.read_all(path).decode("ascii").strip()
+        except UnicodeDecodeError:
+            text = "?"
         except LogNotFoundError:   # the cleaning finished meanwhile: the checkpoint says it
             return None
+        if not text.isdigit() or int(text) > self.log_end_offset:
+            raise CorruptDataError(f"{text[:40]!r} is not an offset of the log: a cleaning's "
+                                   f"intent file holds one, at most the log end offset", path)
+        return int(text)
 
     def lost_data(self, end: int | None = None) -> list[str]:
         """What the files around the segments say is missing from them (lost_data.py)."""

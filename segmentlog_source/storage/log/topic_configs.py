@@ -17,6 +17,7 @@ a BadOptionError naming the config and the file it came from.
 from __future__ import annotations
 
 from dataclasses import fields, replace
+import re
 from typing import Callable, Mapping
 
 from ...errors import BadOptionError
@@ -26,13 +27,14 @@ from .log_config import CLEANUP_POLICIES, LogConfig
 
 CONFIGS_DIR = "topic-configs"
 _LONG_MAX = 2**63 - 1
+_JAVA_LONG = re.compile(r"[+-]?[0-9]+")
 
 
 def _long(name: str, text: str) -> int:
-    try:
-        value = int(text.strip())
-    except ValueError:
-        raise BadOptionError(name, text, "expected an integer") from None
+    digits = text.strip()
+    if not _JAVA_LONG.fullmatch(digits):   # as Java's parseLong: no "1_000", no "1e3"
+        raise BadOptionError(name, text, "expected an integer")
+    value = int(digits)
     if not -(_LONG_MAX + 1) <= value <= _LONG_MAX:
         raise BadOptionError(name, text, "does not fit a Java long")
     return value
