@@ -1,6 +1,6 @@
 """`make bench`: every benchmark, one table of ratios, written to bench/results/.
 
-    python -m bench.run                 # all of them: ~5 min on 2 cores (+1.5 min the first
+    python -m bench.run                 # all of them: ~8 min on 2 cores (+1.5 min the first
                                         # time, to generate ~3 GB of logs into bench/data)
     python -m bench.run spark_scan ...  # only these (written as partial.* instead of latest.*)
 

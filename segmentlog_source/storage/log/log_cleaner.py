@@ -134,12 +134,14 @@ class _Round:
         txns = CleanedTransactions()
         txns.add_aborted(self.log.aborted_transactions(start, self.upper))
         self.map.latest_offset = start - 1
-        all_segments = self.log.segments
-        for segment in _overlapping(all_segments, start, self.upper):
+        segments = self.log.segments
+        mapped = _overlapping(segments, start, self.upper)
+        first = segments.index(mapped[0]) if mapped else 0
+        for i, segment in enumerate(mapped, first):
             if not self._map_segment(segment, start, txns):
                 return    # the map is full
-            following = all_segments.index(segment) + 1   # (the active one, at the latest)
-            self.map.latest_offset = all_segments[following].base_offset - 1
+            # a whole segment mapped: up to the next one's base (the active one at the latest)
+            self.map.latest_offset = segments[i + 1].base_offset - 1
 
     def _map_segment(self, segment: LogSegment, start: int, txns: CleanedTransactions) -> bool:
         for header, entry in _batches(segment):
