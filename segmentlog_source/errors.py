@@ -111,6 +111,12 @@ class UnrepresentableValueError(SegmentLogError):
     long): Spark's Kafka source fails on it too, with an ArithmeticException."""
 
 
+class MalformedValueError(SegmentLogError):
+    """A record's key or value that its declared format cannot decode (unknown schema id, bad
+    magic byte, truncated body, wrong schema, an internal topic's unknown record version): the
+    message names the topic, partition, offset and, where there is one, the schema id."""
+
+
 class DataLossError(SegmentLogError):
     """Requested offsets that the log no longer (or never) holds."""
 

@@ -27,6 +27,9 @@ READ = GENERIC + (
     "includeHeaders", "minPartitions", "maxRecordsPerPartition",
     # segmentlog's own
     "isolationLevel", "includePayload", "maxBytesPerPartition", "verifyChecksums", "pushdown",
+    # decoded keys and values (values/)
+    "keyFormat", "valueFormat", "keySchema", "valueSchema", "schemaRegistry", "readerSchemaId",
+    "keyReaderSchemaId", "mode",
 )
 
 WRITE = ("path", "topic", "numPartitions", "compression", "compression.type",

@@ -20,10 +20,12 @@ from typing import Mapping
 
 from ..errors import BadOptionError
 from ..storage.io.store_config import DEFAULT_CONFIG, StoreConfig
+from ..values.record_decoding import DecodingSpec
 from .option_names import Screened, screen
 from .option_values import bool_option, choice_option, int_option
 from .scan_plan import MAX_GROUPS
 from .store_options import parse_store_options
+from .value_options import parse_decoding
 
 EARLIEST = -2
 LATEST = -1
@@ -71,6 +73,7 @@ class ReadOptions:
     verify_checksums: bool = True
     pushdown: bool = False
     store: StoreConfig = DEFAULT_CONFIG           # the fs.* options (object stores, HDFS)
+    decoding: DecodingSpec = field(default_factory=DecodingSpec)   # keyFormat, valueFormat...
     ignored: tuple[str, ...] = ()                 # accepted options of no effect (one warning)
 
     def selects_topic(self, topic: str) -> bool:
@@ -146,6 +149,7 @@ def parse_fields(screened: Screened, stream: bool = False) -> ReadOptions:
         verify_checksums=bool_option(opts, "verifyChecksums", True),
         pushdown=bool_option(opts, "pushdown", False),
         store=parse_store_options(opts),
+        decoding=parse_decoding(opts),
         ignored=screened.ignored,
     )
 

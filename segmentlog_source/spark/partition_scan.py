@@ -30,14 +30,15 @@ def with_hint(err: Exception, fail_on_data_loss: bool) -> Exception:
     return err.hinted(SKIP_HINT) if fail_on_data_loss else err
 
 
-def scan_partition(partition, opts: ReadOptions, predicates: tuple = ()):
-    """The Arrow batches of one InputPartition (`predicates`: WHERE clauses pushed down)."""
+def scan_partition(partition, opts: ReadOptions, predicates: tuple = (), decoding=None):
+    """The Arrow batches of one InputPartition (`predicates`: WHERE clauses pushed down;
+    `decoding`: the values/ decoders adding key_decoded/value_decoded, or None)."""
     group = getattr(partition, "group", None)
     if group is None:
         return iter(())   # Spark's stand-in InputPartition(None) for an empty plan
     settings = ScanSettings(fold(list(predicates)), opts.read_committed, opts.verify_checksums,
                             opts.include_payload, opts.include_headers, opts.fail_on_data_loss,
-                            opts.store)
+                            opts.store, decoding)
     return _scan(GroupScan(group, settings), opts.fail_on_data_loss)
 
 

@@ -29,7 +29,8 @@ from ..storage.io.stats import IOStats
 from ..storage.io.store_config import DEFAULT_CONFIG, StoreConfig
 from ..storage.log.checked_scan import CheckedScan
 from ..storage.txn.producer_state_manager import checked_end_txn_marker
-from .schema import arrow_schema
+from ..values.record_decoding import RecordDecoding
+from .schema import arrow_schema, arrow_schema_of, with_decoded
 
 log = logging.getLogger("segmentlog")
 
@@ -47,6 +48,7 @@ class ScanSettings:
     include_headers: bool
     fail_on_data_loss: bool
     store: StoreConfig = DEFAULT_CONFIG
+    decoding: RecordDecoding | None = None     # keyFormat/valueFormat's decoded columns
 
 
 def _topic_array(topic: str, n: int) -> pa.Array:
@@ -163,6 +165,11 @@ class GroupScan:
             fields = {"key", "value"} | ({"headers"} if settings.include_headers else set())
         self.decoder = ColumnarDecoder(verify_crc=settings.verify_checksums, fields=fields)
         self.schema = arrow_schema(settings.include_payload, settings.include_headers)
+        self.base_names = self.schema.names
+        self.dropped = 0                # DROPMALFORMED's rows
+        if settings.decoding is not None:
+            self.schema = arrow_schema_of(with_decoded(
+                settings.include_payload, settings.include_headers, settings.decoding.fields()))
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         for task in self.group.tasks:
@@ -171,6 +178,9 @@ class GroupScan:
                  "range(s) of %s", self.stats.bytes_read, self.stats.read_requests,
                  self.group.nbytes, len(self.group.tasks),
                  self.group.tasks[0].path if self.group.tasks else "-")
+        if self.dropped:
+            log.warning("segmentlog: mode DROPMALFORMED dropped %d record(s) whose key or value "
+                        "did not decode", self.dropped)
 
     def _scan_task(self, task: ScanTask) -> Iterator[pa.RecordBatch]:
         f = self.settings.row_filter
@@ -315,11 +325,14 @@ class GroupScan:
         arrays["topic"] = _topic_array(task.topic, n)
         arrays["partition"] = pa.Array.from_buffers(
             pa.int32(), n, [None, pa.py_buffer(np.full(n, task.partition, np.int32))])
-        batch = pa.RecordBatch.from_arrays([arrays[name] for name in self.schema.names],
-                                           schema=self.schema)
+        batch = pa.RecordBatch.from_arrays([arrays[name] for name in self.base_names],
+                                           names=self.base_names)
         if f.offsets_in is not None:
             keep = np.isin(columns.offsets, np.asarray(f.offsets_in, np.int64))
             if not keep.all():
                 batch = batch.filter(pa.array(keep))
+        if batch.num_rows and self.settings.decoding is not None:
+            batch, dropped = self.settings.decoding.apply(batch, task.topic, task.partition)
+            self.dropped += dropped
         if batch.num_rows:
-            yield batch
+            yield pa.RecordBatch.from_arrays(batch.columns, schema=self.schema)

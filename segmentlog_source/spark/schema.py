@@ -7,6 +7,9 @@ letter: `binary` not `large_binary`, `int32` for int, `timestamp[us, tz=UTC]`, s
 from __future__ import annotations
 
 import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, StringType,
+                               StructField, StructType, TimestampType)
 
 HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
@@ -18,6 +21,12 @@ _METADATA = [
     ("timestamp", "timestamp", pa.timestamp("us", tz="UTC")),
     ("timestampType", "int", pa.int32()),
 ]
+_SPARK_TYPES = {
+    "binary": BinaryType(), "string": StringType(), "int": IntegerType(), "bigint": LongType(),
+    "timestamp": TimestampType(),
+    "array<struct<key:string,value:binary>>": ArrayType(StructType([
+        StructField("key", StringType(), True), StructField("value", BinaryType(), True)]), True),
+}
 _HEADERS = [("headers", "array<struct<key:string,value:binary>>", HEADER_TYPE)]
 
 
@@ -43,3 +52,18 @@ def simple_string(include_payload: bool = True, include_headers: bool = False) -
     with, in a planner process, where no JVM can parse DDL)."""
     return "struct<" + ",".join(f"{name}:{ddl}" for name, ddl, _ in _columns(
         include_payload, include_headers)) + ">"
+
+
+def with_decoded(include_payload: bool, include_headers: bool, decoded: list[StructField]
+                 ) -> StructType:
+    """The source's schema followed by the decoded key/value columns of values/ (a StructType:
+    their types come from Avro and JSON schemas, and have no DDL of ours)."""
+    base = [StructField(name, _SPARK_TYPES[ddl], True)
+            for name, ddl, _ in _columns(include_payload, include_headers)]
+    return StructType(base + list(decoded))
+
+
+def arrow_schema_of(schema: StructType) -> pa.Schema:
+    """The Arrow schema Spark expects batches of `schema` in (to the letter)."""
+    return to_arrow_schema(schema, timezone="UTC")
+

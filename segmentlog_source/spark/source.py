@@ -24,9 +24,10 @@ from ..plan.options import parse_read_options
 from ..plan.predicates import fold
 from ..plan.read_plan import plan_read
 from ..plan.stream_options import parse_stream_options
+from ..plan.value_options import resolve_decoding
 from .filters import to_predicate
 from .partition_scan import SegmentLogInputPartition, scan_partition, with_hint
-from .schema import simple_string, spark_ddl
+from .schema import simple_string, spark_ddl, with_decoded
 
 log = logging.getLogger("segmentlog")
 
@@ -46,8 +47,9 @@ LOG_DIR_HINT = "point load() at a broker's log.dirs"
 class SegmentLogReader(DataSourceReader):
     """Reads with the ranges of the options; WHERE clauses stay with Spark."""
 
-    def __init__(self, options):
+    def __init__(self, options, decoding=None):
         self.opts = parse_read_options(options)
+        self.decoding = decoding      # values/: built once on the driver, pickled to tasks
         self.predicates: tuple = ()
 
     def partitions(self):
@@ -66,7 +68,7 @@ class SegmentLogReader(DataSourceReader):
         return [SegmentLogInputPartition(g) for g in plan.groups]
 
     def read(self, partition):
-        return scan_partition(partition, self.opts, self.predicates)
+        return scan_partition(partition, self.opts, self.predicates, self.decoding)
 
 
 class SegmentLogPushdownReader(SegmentLogReader):
@@ -115,24 +117,30 @@ class SegmentLogDataSource(DataSource):
                 raise batch_error from None
         if opts.assign is None and opts.subscribe is None and opts.subscribe_pattern is None:
             log.info("segmentlog: reading %s", opts.describe_selection())
+        decoding = resolve_decoding(opts)
+        if decoding is not None:
+            return with_decoded(opts.include_payload, opts.include_headers, decoding.fields())
         return spark_ddl(opts.include_payload, opts.include_headers)
 
     def reader(self, schema):
         opts = self._read_options()
-        _check_schema(schema, opts)
+        decoding = resolve_decoding(opts)
+        _check_schema(schema, opts, decoding)
         _warn_ignored(opts.ignored)
         options = dict(self.options)
         options["pushdown"] = str(opts.pushdown).lower()
-        return SegmentLogPushdownReader(options) if opts.pushdown else SegmentLogReader(options)
+        reader = SegmentLogPushdownReader if opts.pushdown else SegmentLogReader
+        return reader(options, decoding)
 
     def streamReader(self, schema):
         """`spark.readStream.format("segmentlog").load(path)`: spark/stream_reader.py."""
         from .stream_reader import SegmentLogStreamReader
 
         opts = parse_stream_options(dict(self.options))
-        _check_schema(schema, opts.read)
+        decoding = resolve_decoding(opts.read)
+        _check_schema(schema, opts.read, decoding)
         _warn_ignored(opts.read.ignored)
-        return SegmentLogStreamReader(opts)
+        return SegmentLogStreamReader(opts, decoding)
 
     def writer(self, schema, overwrite):
         """`df.write...mode("append").save(path)`: spark/writer.py."""
@@ -153,13 +161,15 @@ def _warn_ignored(ignored: tuple[str, ...]) -> None:
         log.warning(warning)
 
 
-def _check_schema(schema, opts) -> None:
+def _check_schema(schema, opts, decoding=None) -> None:
     """A schema given with .schema(...) must be the source's own. Spark's Kafka source refuses a
     different one (KafkaSourceProvider.scala:74, "Kafka source has a fixed schema and cannot be
     set with a custom one"; a batch read fails with USER_SPECIFIED_AND_ACTUAL_SCHEMA_MISMATCH,
     DataSource.scala:377-383, and accepts an equal one). PySpark 4.3 runs no source code at
     load() when a schema is given, so this is the first place that sees it."""
-    wanted = simple_string(opts.include_payload, opts.include_headers)
+    wanted = simple_string(opts.include_payload, opts.include_headers) if decoding is None \
+        else with_decoded(opts.include_payload, opts.include_headers,
+                          decoding.fields()).simpleString()
     given = schema.simpleString() if hasattr(schema, "simpleString") else str(schema)
     if given != wanted:
         raise BadOptionError("schema", given, "segmentlog has a fixed schema and cannot be set "

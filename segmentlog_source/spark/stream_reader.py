@@ -61,8 +61,9 @@ def from_json(offsets: dict) -> Offsets:
 
 
 class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, opts: StreamOptions):
+    def __init__(self, opts: StreamOptions, decoding=None):
         self.opts = opts
+        self.decoding = decoding
         self.target: Offsets | None = None      # Trigger.AvailableNow: the end seen at start
         self.latest: Offsets = {}               # the ends the last latestOffset saw
         self.topic_ids: dict = {}               # partition -> the topic id first seen there
@@ -178,7 +179,7 @@ class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             if p.partition in assign.get(p.topic, {})}
 
     def read(self, partition):
-        return scan_partition(partition, self.opts.read, ())
+        return scan_partition(partition, self.opts.read, (), self.decoding)
 
     def commit(self, end: dict) -> None:
         """Nothing to release: the log belongs to its writer (retention is the log manager's)."""

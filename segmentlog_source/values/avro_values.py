@@ -1,0 +1,162 @@
+"""Avro payloads -> one Arrow array of Spark's type for the reader schema, with fastavro.
+
+Each payload is decoded with its writer schema and resolved to the reader schema (Avro's
+reader-schema resolution: defaults fill added fields, promotions widen numbers). A payload that
+does not decode, or decodes leaving bytes over (so it was not written with that schema), is
+malformed: its row gets a reason instead of a value. The versions of the reader's own subject
+are checked at load time (check_resolvable): one that cannot be resolved to the reader schema is
+an error naming both schema ids; a payload of another subject's schema that cannot be resolved is
+a malformed row.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import fastavro
+import pyarrow as pa
+from fastavro.read import SchemaResolutionError
+from fastavro.utils import generate_many
+
+from ..errors import MalformedValueError
+from .avro_types import arrow_types, branch_converter, needs_branches, prepared, spark_type
+from .avro_types import _parsed
+
+RESOLUTION_SAMPLES = 16     # generated records per writer schema in the load-time check
+
+
+class SchemaMismatchError(MalformedValueError):
+    """A writer schema that cannot be resolved to the reader schema."""
+
+
+@dataclass
+class Decoded:
+    """Decoded rows: `array` (the final Arrow type; null where a row has no value) and one
+    error reason per row (None when the row decoded, or had no payload)."""
+
+    array: pa.Array
+    errors: list[str | None]
+
+
+def parse(schema) -> dict:
+    """fastavro's parsed form of the prepared schema (see avro_types)."""
+    return fastavro.parse_schema(prepared(_parsed(schema)))
+
+
+class AvroDecoder:
+    """Decodes payloads written with the schemas of `writers` (schema id -> schema text; the
+    key None for plain Avro, whose payloads carry no id) into values of `reader`."""
+
+    def __init__(self, reader: str, writers: Mapping[int | None, str],
+                 reader_id: int | None = None):
+        self.reader_text = reader
+        self.reader_id = reader_id
+        self.reader = parse(reader)
+        self.spark_type = spark_type(reader)
+        self.build_type, self.final_type = arrow_types(reader)
+        self.writer_texts = dict(writers)
+        self.writers: dict[int | None, dict] = {}
+        self.branches = needs_branches(_parsed(reader))
+        self.convert: Callable = branch_converter(_parsed(reader)) if self.branches else None
+
+    def __getstate__(self):
+        return (self.reader_text, self.writer_texts, self.reader_id)
+
+    def __setstate__(self, state):
+        self.__init__(*state)
+
+    def writer(self, schema_id: int | None) -> dict | None:
+        parsed = self.writers.get(schema_id)
+        if parsed is None and schema_id in self.writer_texts:
+            text = self.writer_texts[schema_id]
+            parsed = self.reader if text == self.reader_text else parse(text)
+            self.writers[schema_id] = parsed
+        return parsed
+
+    def check_resolvable(self, schema_id: int | None) -> None:
+        """Raise SchemaMismatchError when generated records of writer `schema_id` do not
+        resolve to the reader schema (at load time, before any task runs)."""
+        writer = self.writer(schema_id)
+        if writer is None or writer is self.reader:
+            return
+        for record in generate_many(writer, RESOLUTION_SAMPLES):
+            buf = io.BytesIO()
+            fastavro.schemaless_writer(buf, writer, record)
+            buf.seek(0)
+            try:
+                fastavro.schemaless_reader(buf, writer, self.reader)
+            except SchemaResolutionError as err:
+                raise self._mismatch(schema_id, err) from None
+
+    def _mismatch(self, schema_id, err) -> SchemaMismatchError:
+        reader = "the reader schema" if self.reader_id is None else \
+            f"reader schema id {self.reader_id}"
+        return SchemaMismatchError(
+            f"values written with schema id {schema_id} cannot be resolved to {reader}: {err}; "
+            f"option readerSchemaId picks another reader schema")
+
+    def decode(self, payloads: Sequence[bytes | None], schema_ids: Sequence[int | None],
+               starts: Sequence[int]) -> Decoded:
+        """Decode `payloads[i][starts[i]:]` with writer `schema_ids[i]`; rows whose payload is
+        None stay null; rows whose schema id is None and `starts[i]` < 0 are already malformed
+        (the caller put their reason in place)."""
+        n = len(payloads)
+        values: list = [None] * n
+        errors: list[str | None] = [None] * n
+        kwargs = {"return_named_type": True} if self.branches else {}
+        reader = self.reader
+        for i in range(n):
+            payload, start = payloads[i], starts[i]
+            if payload is None or start < 0:
+                continue
+            writer = self.writer(schema_ids[i])
+            if writer is None:
+                errors[i] = f"unknown schema id {schema_ids[i]}"
+                continue
+            buf = io.BytesIO(payload)
+            buf.seek(start)
+            try:
+                value = fastavro.schemaless_reader(buf, writer,
+                                                   None if writer is reader else reader,
+                                                   **kwargs)
+            except SchemaResolutionError as err:     # a writer of another subject
+                errors[i] = str(self._mismatch(schema_ids[i], err))
+                continue
+            except (EOFError, StopIteration):
+                errors[i] = (f"truncated: the body ends before the record does "
+                             f"({len(payload) - start} bytes)")
+                continue
+            except Exception as err:    # fastavro's other complaints (bad varint, UTF-8...)
+                errors[i] = f"not a value of its schema: {type(err).__name__}: {err}"
+                continue
+            left = len(payload) - buf.tell()
+            if left:
+                errors[i] = (f"{left} bytes left after the record: not written with "
+                             f"schema id {schema_ids[i]}")
+                continue
+            values[i] = value if self.convert is None else self.convert(value)
+        return Decoded(self._to_arrow(values, errors), errors)
+
+    def _to_arrow(self, values: list, errors: list[str | None]) -> pa.Array:
+        """One Arrow array of the final type; a value Arrow refuses (a timestamp beyond
+        Spark's range) makes its row malformed, found row by row after a bulk failure."""
+        try:
+            return self._cast(pa.array(values, type=self.build_type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+            pass
+        for i, value in enumerate(values):
+            if value is None:
+                continue
+            try:
+                self._cast(pa.array([value], type=self.build_type))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError,
+                    ValueError) as err:
+                errors[i] = f"a value Spark's type {self.spark_type.simpleString()} " \
+                            f"cannot hold: {err}"
+                values[i] = None
+        return self._cast(pa.array(values, type=self.build_type))
+
+    def _cast(self, array: pa.Array) -> pa.Array:
+        return array if self.build_type == self.final_type else array.cast(self.final_type)

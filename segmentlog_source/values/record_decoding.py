@@ -1,0 +1,128 @@
+"""Decoded columns added to a read's Arrow batches, under the `mode` of Spark's JSON reader.
+
+    <side>_decoded  the key's or value's decoded struct (or string), one per decoded side
+    <side>_error    PERMISSIVE only: why that row's payload did not decode (else null)
+
+    PERMISSIVE      a malformed payload leaves <side>_decoded null and says why in <side>_error
+    FAILFAST        the first malformed payload fails the task, naming topic, partition,
+                    offset and schema id
+    DROPMALFORMED   rows with a malformed payload are left out, and counted in the log
+
+`kafka-internal` decodes a record's key and value together (the value's layout depends on the
+key): key_decoded, value_decoded and one value_error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.types import StringType, StructField
+
+from ..errors import MalformedValueError
+
+BINARY, STRING, JSON, AVRO, CONFLUENT_AVRO, KAFKA_INTERNAL = (
+    "binary", "string", "json", "avro", "confluent-avro", "kafka-internal")
+FORMATS = (BINARY, STRING, JSON, AVRO, CONFLUENT_AVRO, KAFKA_INTERNAL)
+KEY_FORMATS = (BINARY, STRING, JSON, AVRO, CONFLUENT_AVRO)
+PERMISSIVE, FAILFAST, DROPMALFORMED = "PERMISSIVE", "FAILFAST", "DROPMALFORMED"
+MODES = (PERMISSIVE, FAILFAST, DROPMALFORMED)
+SIDES = ("key", "value")
+
+
+@dataclass(frozen=True)
+class SideSpec:
+    """One side's options: its format, schema (a DDL for json; Avro JSON or an .avsc path for
+    avro) and the reader schema id (confluent-avro)."""
+
+    format: str = BINARY
+    schema: str | None = None
+    reader_schema_id: int | None = None
+
+
+@dataclass(frozen=True)
+class DecodingSpec:
+    key: SideSpec = field(default_factory=SideSpec)
+    value: SideSpec = field(default_factory=SideSpec)
+    registry: str | None = None
+    mode: str = PERMISSIVE
+
+    def active(self) -> bool:
+        return self.key.format != BINARY or self.value.format != BINARY
+
+    def side(self, name: str) -> SideSpec:
+        return self.key if name == "key" else self.value
+
+
+class RecordDecoding:
+    """The built decoders of a read (see values/build.py), applied batch by batch."""
+
+    def __init__(self, mode: str, decoders: dict, internal: bool = False):
+        self.mode = mode
+        self.decoders = decoders          # side -> column decoder
+        self.internal = internal
+
+    def decoded_sides(self) -> list[str]:
+        return list(SIDES) if self.internal else [s for s in SIDES if s in self.decoders]
+
+    def error_sides(self) -> list[str]:
+        if self.mode != PERMISSIVE:
+            return []
+        return ["value"] if self.internal else self.decoded_sides()
+
+    def fields(self) -> list[StructField]:
+        """The Spark columns this decoding adds, after the source's own."""
+        out = [StructField(f"{side}_decoded", self._spark_type(side), True)
+               for side in self.decoded_sides()]
+        return out + [StructField(f"{side}_error", StringType(), True)
+                      for side in self.error_sides()]
+
+    def _spark_type(self, side: str):
+        if self.internal:
+            from .kafka_internal.columns import KEY_TYPE, VALUE_TYPE
+            return KEY_TYPE if side == "key" else VALUE_TYPE
+        return self.decoders[side].spark_type
+
+    def apply(self, batch: pa.RecordBatch, topic: str, partition: int
+              ) -> tuple[pa.RecordBatch, int]:
+        """`batch` with the decoded columns, and how many malformed rows were dropped."""
+        arrays, errors, ids = {}, {}, {}
+        if self.internal:
+            from .kafka_internal.columns import decode_internal
+            key, value, reasons = decode_internal(topic, batch.column("key"),
+                                                  batch.column("value"))
+            arrays["key"], arrays["value"], errors["value"] = key, value, reasons
+        else:
+            for side, decoder in self.decoders.items():
+                decoded, ids[side] = decoder.decode(batch.column(side))
+                arrays[side], errors[side] = decoded.array, decoded.errors
+        bad = np.zeros(batch.num_rows, dtype=bool)
+        for side, reasons in errors.items():
+            bad |= np.fromiter((r is not None for r in reasons), bool, batch.num_rows)
+        if bad.any() and self.mode == FAILFAST:
+            row = int(np.flatnonzero(bad)[0])
+            raise self._failure(batch, topic, partition, row, errors, ids)
+        names = batch.schema.names + [f"{s}_decoded" for s in self.decoded_sides()]
+        columns = batch.columns + [arrays[s] for s in self.decoded_sides()]
+        for side in self.error_sides():
+            names.append(f"{side}_error")
+            columns.append(pa.array(errors.get(side, [None] * batch.num_rows), pa.string()))
+        out = pa.RecordBatch.from_arrays(columns, names=names)
+        dropped = 0
+        if self.mode == DROPMALFORMED and bad.any():
+            dropped = int(bad.sum())
+            out = out.filter(pa.array(~bad))
+        return out, dropped
+
+    def _failure(self, batch, topic, partition, row, errors, ids) -> MalformedValueError:
+        offset = batch.column("offset")[row].as_py()
+        for side, reasons in errors.items():
+            if reasons[row] is not None:
+                schema_id = (ids.get(side) or [None] * batch.num_rows)[row]
+                sid = "" if schema_id is None else f", schema id {schema_id}"
+                return MalformedValueError(
+                    f"topic {topic} partition {partition} offset {offset}{sid}: the {side} "
+                    f"does not decode: {reasons[row]} (mode FAILFAST; mode PERMISSIVE keeps "
+                    f"the row with the reason in {side}_error, DROPMALFORMED drops it)")
+        raise AssertionError("no malformed side in a malformed row")

@@ -1,0 +1,145 @@
+"""A snapshot of a Schema Registry: every schema by id, and every subject's versions.
+
+It is built from the registry's own compacted topic (`_schemas`, registry_log.py), a directory
+of `<id>.avsc` files, or a registry's REST API (registry_sources.py), on the driver, and then
+travels to the executors as plain data.
+
+Subjects follow the registry's TopicNameStrategy: `<topic>-value` and `<topic>-key`. A subject's
+newest schema is its highest version not deleted; soft-deleted versions keep their schema id
+(values written with it still decode), as the registry's `/schemas/ids/<id>` still serves them.
+A directory of `.avsc` files has no subjects: there every id is a version of every subject, and
+the newest is the highest id (the registry hands out ids in increasing order).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+AVRO, JSON_SCHEMA, PROTOBUF = "AVRO", "JSON", "PROTOBUF"
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A schema reference: the named type `name` is defined by `subject` at `version`."""
+
+    name: str
+    subject: str
+    version: int
+
+
+@dataclass(frozen=True)
+class Schema:
+    schema_id: int
+    text: str
+    schema_type: str = AVRO
+    references: tuple[Reference, ...] = ()
+
+
+@dataclass(frozen=True)
+class SubjectVersion:
+    subject: str
+    version: int
+    schema_id: int
+    deleted: bool = False
+
+
+@dataclass
+class SchemaRegistry:
+    source: str                                   # where it was read, for messages
+    schemas: dict[int, Schema] = field(default_factory=dict)
+    versions: dict[str, dict[int, SubjectVersion]] = field(default_factory=dict)
+    subjectless: bool = False                     # a directory of <id>.avsc files
+
+    def subject_versions(self, subject: str) -> list[SubjectVersion]:
+        if self.subjectless:
+            return [SubjectVersion(subject, i, i) for i in sorted(self.schemas)]
+        return sorted(self.versions.get(subject, {}).values(), key=lambda v: v.version)
+
+    def latest_id(self, subject: str) -> int | None:
+        live = [v for v in self.subject_versions(subject) if not v.deleted]
+        return live[-1].schema_id if live else None
+
+    def schema(self, schema_id: int) -> Schema | None:
+        return self.schemas.get(schema_id)
+
+    def subjects(self) -> list[str]:
+        return sorted(s for s, vs in self.versions.items() if any(not v.deleted
+                                                                  for v in vs.values()))
+
+    def self_contained(self, schema_id: int) -> str | None:
+        """The Avro schema text of `schema_id` with its references' named types written in
+        where they are first used (so it parses on its own), or None for an unknown id."""
+        schema = self.schemas.get(schema_id)
+        if schema is None:
+            return None
+        if not schema.references:
+            return schema.text
+        definitions: dict[str, object] = {}
+        self._collect(schema, definitions, set())
+        return json.dumps(_inline(json.loads(schema.text), definitions, set()))
+
+    def _collect(self, schema: Schema, out: dict, seen: set) -> None:
+        for ref in schema.references:
+            version = self.versions.get(ref.subject, {}).get(ref.version)
+            target = None if version is None else self.schemas.get(version.schema_id)
+            if target is None:
+                raise KeyError(f"schema id {schema.schema_id} references {ref.name} in "
+                               f"{ref.subject} version {ref.version}, which {self.source} "
+                               f"does not hold")
+            if target.schema_id in seen:
+                continue
+            seen.add(target.schema_id)
+            self._collect(target, out, seen)
+            parsed = json.loads(target.text)
+            _named_types(parsed, None, out)
+
+
+def _named_types(schema, namespace, out: dict) -> None:
+    """Every named type defined in `schema`, by full name and by short name."""
+    if isinstance(schema, list):
+        for s in schema:
+            _named_types(s, namespace, out)
+        return
+    if not isinstance(schema, dict):
+        return
+    if schema.get("type") in ("record", "enum", "fixed"):
+        name = schema["name"]
+        ns = schema.get("namespace", namespace)
+        full = name if "." in name else (f"{ns}.{name}" if ns else name)
+        out.setdefault(full, schema)
+        out.setdefault(full.rsplit(".", 1)[-1], schema)
+        namespace = full.rsplit(".", 1)[0] if "." in full else None
+        for f in schema.get("fields", []):
+            _named_types(f["type"], namespace, out)
+    for key in ("items", "values"):
+        if key in schema:
+            _named_types(schema[key], namespace, out)
+    if isinstance(schema.get("type"), (dict, list)):
+        _named_types(schema["type"], namespace, out)
+
+
+def _inline(schema, definitions: dict, written: set):
+    """`schema` with each referenced named type replaced by its definition at first use."""
+    if isinstance(schema, str):
+        target = definitions.get(schema)
+        if target is None or schema in written:
+            return schema
+        written.update(k for k, v in definitions.items() if v is target)
+        return _inline(target, definitions, written)
+    if isinstance(schema, list):
+        return [_inline(s, definitions, written) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    if out.get("type") in ("record", "enum", "fixed"):
+        written.add(out["name"])
+    if "fields" in out:
+        out["fields"] = [dict(f, type=_inline(f["type"], definitions, written))
+                         for f in out["fields"]]
+    for key in ("items", "values"):
+        if key in out:
+            out[key] = _inline(out[key], definitions, written)
+    if isinstance(out.get("type"), (dict, list)) or out.get("type") in definitions:
+        out["type"] = _inline(out["type"], definitions, written)
+    return out
