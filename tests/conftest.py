@@ -60,6 +60,20 @@ def spark_kafka_jars() -> list[str]:
         return []
 
 
+# The same for Spark's Avro functions (from_avro, tests/values), fetched like the Kafka connector.
+SPARK_AVRO_MISSING: list[str] = []
+
+
+def spark_avro_jars() -> list[str]:
+    from segmentlog_source.devtools.kafka import jars
+
+    try:
+        return [str(p) for p in jars.jar_paths("spark-avro")]
+    except (jars.JarsUnavailable, OSError) as err:
+        SPARK_AVRO_MISSING.append(str(err))
+        return []
+
+
 @pytest.fixture(scope="session")
 def spark():
     """One local SparkSession per test process: local[2], workers on this interpreter, and
@@ -76,7 +90,7 @@ def spark():
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.driver.memory", "2g"))
-    kafka_jars = spark_kafka_jars()
+    kafka_jars = spark_kafka_jars() + spark_avro_jars()
     if kafka_jars:  # only the first session of a process reads spark.jars
         builder = builder.config("spark.jars", ",".join(kafka_jars))
     session = builder.getOrCreate()

@@ -20,6 +20,13 @@ A file may be a URI of an object store or HDFS (s3://bucket/kafka-logs/orders-0/
 --fs-option for the store); it is read with ranged reads and printed under its URI, otherwise
 exactly as a local copy of it would be.
 
+--offsets-decoder and --transaction-log-decoder print each record's key and payload as
+DumpLogSegments' decoders for `__consumer_offsets` and `__transaction_state` print them
+(values/kafka_internal/records.py): Kafka's JSON, `<DELETE>` for a tombstone, and one
+"Unknown record type ..." or "Error at offset ..." line for a record they cannot read. Like
+Kafka's, they imply --print-data-log; given both, --offsets-decoder is used. A record without
+a key, where Kafka's decoders throw, is an error naming its batch.
+
 --json prints one JSON object per line instead of Kafka's text; every object has a "kind":
 
   file         {"path", "type": log|kraft-snapshot|index|timeindex|txnindex|snapshot,
@@ -35,7 +42,7 @@ exactly as a local copy of it would be.
                + "sequence" (v2), "isValid" and "crc" (legacy), "controlType" (control
                records) with "coordinatorEpoch" (markers) or "control" (the KRaft record as
                Kafka prints it), "key" and "payload" (--print-data-log; UTF-8 with
-               replacement, null when null)
+               replacement, null when null; with a decoder, the text it prints or null)
   invalidBytes {"position", "count"}: bytes after the last whole batch
   index        {"offset", "position"}          timeindex  {"timestamp", "offset"}
   abortedTxn   {"version", "producerId", "firstOffset", "lastOffset", "lastStableOffset"}
@@ -55,6 +62,7 @@ from typing import TextIO
 from ..errors import BadOptionError, LogNotFoundError
 from ..format.batch import INT32_MAX
 from ..storage.io.filesystem import filesystem_for
+from ..values.kafka_internal.messages import CONSUMER_OFFSETS, TRANSACTION_STATE
 from .dump_context import DEFAULT_MAX_MESSAGE_SIZE, Dumper, DumpOptions, DumpProblems
 from .dump_indexes import dump_offset_index, dump_snapshot, dump_time_index, dump_txn_index
 from .dump_log import dump_log, java_file
@@ -141,6 +149,12 @@ def add_arguments(parser) -> None:
                         help="with deep iteration, print only keys and values")
     parser.add_argument("--json", action="store_true",
                         help="one JSON object per line instead of Kafka's text (see above)")
+    parser.add_argument("--offsets-decoder", action="store_true",
+                        help="print keys and values as __consumer_offsets records (implies "
+                        "--print-data-log)")
+    parser.add_argument("--transaction-log-decoder", action="store_true",
+                        help="print keys and values as __transaction_state records (implies "
+                        "--print-data-log)")
 
 
 def run(args) -> int:
@@ -150,7 +164,7 @@ def run(args) -> int:
                                  f"must be between 1 and {INT32_MAX}")
     options = DumpOptions(args.deep_iteration, args.print_data_log, args.verify_index_only,
                           args.index_sanity_check, args.max_message_size, args.max_bytes,
-                          args.skip_record_metadata, args.json)
+                          args.skip_record_metadata, args.json, decoder_topic(args))
     files = [f for f in args.files.split(",") if f]
     config = getattr(args, "store_config", None)
     shown = show_bar(getattr(args, "quiet", False))
@@ -159,6 +173,16 @@ def run(args) -> int:
         dump_files(files, options, progress.around_bar(sys.stdout),
                    progress.around_bar(sys.stderr), config, progress.update)
     return 0
+
+
+def decoder_topic(args) -> str | None:
+    """The internal topic a decoder flag names; Kafka takes --offsets-decoder when both are
+    given."""
+    if getattr(args, "offsets_decoder", False):
+        return CONSUMER_OFFSETS
+    if getattr(args, "transaction_log_decoder", False):
+        return TRANSACTION_STATE
+    return None
 
 
 def _total_bytes(files: list[str], config) -> int:

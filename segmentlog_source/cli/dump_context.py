@@ -24,11 +24,19 @@ class DumpOptions:
     max_bytes: int = INT32_MAX
     skip_record_metadata: bool = False
     json: bool = False
+    # The internal topic whose records keys and values are decoded as (--offsets-decoder:
+    # __consumer_offsets, --transaction-log-decoder: __transaction_state), or None.
+    decoder: str | None = None
+
+    @property
+    def prints_data(self) -> bool:
+        # Kafka: a decoder implies --print-data-log.
+        return self.print_data_log or self.decoder is not None
 
     @property
     def deep(self) -> bool:
         # Kafka: --print-data-log implies --deep-iteration.
-        return self.deep_iteration or self.print_data_log
+        return self.deep_iteration or self.prints_data
 
 
 @dataclass

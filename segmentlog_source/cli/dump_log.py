@@ -14,7 +14,7 @@ import os
 import re
 import struct
 
-from ..errors import CorruptDataError
+from ..errors import CorruptDataError, MalformedValueError
 from ..format.batch import (INT32_MAX, LOG_OVERHEAD, MIN_LEGACY_MESSAGE_SIZE, TIMESTAMP_TYPE_NAMES,
                             BatchHeader, iter_headers)
 from ..format.codecs import decompress
@@ -23,6 +23,7 @@ from ..format.control import (ABORT, COMMIT, CONTROL_TYPE_NAMES, KRAFT_VERSION, 
                               parse_control_key, parse_end_txn_marker)
 from ..format.record_decoder import decode_batch
 from ..storage.log.entry_scan import EntryScan
+from ..values.kafka_internal.records import dump_texts
 from .dump_context import Dumper
 
 KRAFT_SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
@@ -242,10 +243,13 @@ def _record(d: Dumper, h: BatchHeader, record, legacy_check: tuple[int, bool] | 
         prefix = " "
     elif h.is_control:
         _control(record, fields)
-    if opts.print_data_log and not h.is_control:
-        # Kafka's default StringDecoder: UTF-8, malformed input replaced (as Java replaces it).
-        key = None if record.key is None else java_utf8(record.key)
-        value = None if record.value is None else java_utf8(record.value)
+    if opts.prints_data and not h.is_control:
+        if opts.decoder is not None:
+            key, value = _decoded(opts.decoder, record)
+        else:
+            # Kafka's default StringDecoder: UTF-8, malformed input replaced (as Java does).
+            key = None if record.key is None else java_utf8(record.key)
+            value = None if record.value is None else java_utf8(record.value)
         fields["key"], fields["payload"] = key, value
         if key is not None:
             text += f"{prefix}key: {key}"
@@ -254,6 +258,16 @@ def _record(d: Dumper, h: BatchHeader, record, legacy_check: tuple[int, bool] | 
             text += f"{prefix}payload: {value}"
     d.line(text)
     d.obj("record", **fields)
+
+
+def _decoded(topic: str, record) -> tuple[str | None, str | None]:
+    """Key and payload text as DumpLogSegments' decoder for `topic` prints them. A record
+    without a key ends Kafka's dump with an exception; here it is an error naming the record
+    (at_batch places it in the file)."""
+    try:
+        return dump_texts(topic, record.key, record.value, record.offset)
+    except MalformedValueError as err:
+        raise CorruptDataError(str(err)) from None
 
 
 def _control(record, fields: dict) -> str:

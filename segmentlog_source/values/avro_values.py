@@ -124,7 +124,7 @@ class AvroDecoder:
             except SchemaResolutionError as err:     # a writer of another subject
                 errors[i] = str(self._mismatch(schema_ids[i], err))
                 continue
-            except (EOFError, StopIteration):
+            except (EOFError, StopIteration, IndexError):    # fastavro read past the end
                 errors[i] = (f"truncated: the body ends before the record does "
                              f"({len(payload) - start} bytes)")
                 continue

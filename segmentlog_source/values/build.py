@@ -3,7 +3,9 @@
 For `confluent-avro` the reader schema is the newest version of the subjects of the topics
 read (`<topic>-value`, `<topic>-key`), or the one `readerSchemaId` names. All topics of a read
 share one decoded column, so their newest schemas must be the same schema; each version of those
-subjects must resolve to the reader schema, which is checked here, before any task runs.
+subjects must resolve to the reader schema, which is checked here, before any task runs (with
+`readerSchemaId` the user has picked the reader: payloads that do not resolve to it are
+malformed rows).
 """
 
 from __future__ import annotations
@@ -143,7 +145,9 @@ def _confluent(side: str, spec: SideSpec, topics, registry: SchemaRegistry) -> C
     except (KeyError, MalformedValueError, ValueError) as err:
         raise BadOptionError(option, reader_id, f"the reader schema is not usable: {err}") \
             from None
-    for subject in sorted(newest) or subjects:
+    if spec.reader_schema_id is not None:
+        return column       # the user's pick: what does not resolve to it is malformed rows
+    for subject in sorted(newest):
         for version in registry.subject_versions(subject):
             try:
                 column.avro.check_resolvable(version.schema_id)

@@ -21,6 +21,10 @@
 //             (two transactional producers sending in turn: the first commits, the second aborts)
 //   list-offsets T [--partitions N] [--isolation read_committed|read_uncommitted]
 //             [--timestamp MS]...
+//   consume-group T --group G [--protocol classic|consumer] [--partitions N] [--txn commit]
+//             (a consumer of group G with that group.protocol reads T's N partitions to their
+//             end, commits the positions with metadata "G" (--txn commit: in a transaction,
+//             through a transactional producer) and leaves the group)
 //   fill T [--count N] [--partitions N] [--key-bytes N] [--value-bytes N] [--codec C]
 //             [--base-ts MS] [--ts-step MS]
 //             (a benchmark's data: no headers, a producer tuned for throughput; record i goes
@@ -52,6 +56,9 @@ import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -61,6 +68,7 @@ import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 public final class KafkaClient {
@@ -118,6 +126,7 @@ public final class KafkaClient {
             case "produce": produce(a); break;
             case "interleave": interleave(a); break;
             case "list-offsets": listOffsets(a); break;
+            case "consume-group": consumeGroup(a); break;
             case "fill": fill(a); break;
             default: throw new IllegalArgumentException("unknown command " + op);
         }
@@ -413,6 +422,61 @@ public final class KafkaClient {
             }
             emit("list-offsets", b + ",\"timestamps\":{" + byTs + "}");
         }
+    }
+
+    private void consumeGroup(Args a) throws Exception {
+        String topic = a.topic(), group = a.get("group", "segmentlog-group");
+        int partitions = a.integer("partitions", 1);
+        Properties p = common();
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, a.get("protocol", "classic"));
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG,
+              ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        Map<TopicPartition, OffsetAndMetadata> commit = new LinkedHashMap<>();
+        int records = 0;
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
+            consumer.subscribe(List.of(topic));
+            List<TopicPartition> all = new ArrayList<>();
+            for (int i = 0; i < partitions; i++) all.add(new TopicPartition(topic, i));
+            Map<TopicPartition, Long> ends = consumer.endOffsets(all);
+            long deadline = System.currentTimeMillis() + 60_000;
+            while (commit.size() < partitions) {
+                if (System.currentTimeMillis() > deadline) {
+                    throw new IllegalStateException("group " + group + " did not reach the end "
+                                                    + "of " + topic + ": " + commit);
+                }
+                records += consumer.poll(java.time.Duration.ofMillis(200)).count();
+                for (TopicPartition tp : consumer.assignment()) {
+                    long position = consumer.position(tp);
+                    if (position >= ends.get(tp)) {
+                        commit.put(tp, new OffsetAndMetadata(position, group));
+                    }
+                }
+            }
+            if (a.get("txn", "none").equals("commit")) {
+                try (KafkaProducer<byte[], byte[]> producer =
+                         producer("none", "segmentlog-offsets-" + group)) {
+                    producer.initTransactions();
+                    producer.beginTransaction();
+                    producer.sendOffsetsToTransaction(commit, consumer.groupMetadata());
+                    producer.commitTransaction();
+                }
+            } else {
+                consumer.commitSync(commit);
+            }
+        }
+        StringBuilder b = new StringBuilder("[");
+        for (Map.Entry<TopicPartition, OffsetAndMetadata> e : commit.entrySet()) {
+            b.append(b.length() > 1 ? "," : "").append('[').append(e.getKey().partition())
+             .append(',').append(e.getValue().offset()).append(']');
+        }
+        emit("consume-group", "\"topic\":" + json(topic) + ",\"group\":" + json(group)
+             + ",\"protocol\":" + json(a.get("protocol", "classic")) + ",\"records\":" + records
+             + ",\"committed\":" + b + "]");
     }
 
     private void fill(Args a) throws Exception {

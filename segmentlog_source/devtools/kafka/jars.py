@@ -54,6 +54,7 @@ JAR_SETS = {
     "kafka": JarSet("kafka", "kafka-broker", f"kafka-{KAFKA_VERSION}", 47, 44.0),
     "spark-kafka": JarSet("spark-kafka", "spark-kafka", f"spark-kafka-{SPARK_KAFKA_VERSION}",
                           4, 9.5),
+    "spark-avro": JarSet("spark-avro", "spark-avro", f"spark-avro-{SPARK_KAFKA_VERSION}", 1, 0.2),
 }
 
 

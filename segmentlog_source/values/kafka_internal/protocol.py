@@ -34,6 +34,7 @@ _FIXED = {INT8: struct.Struct(">b"), INT16: struct.Struct(">h"), INT32: struct.S
           INT64: struct.Struct(">q"), UINT16: struct.Struct(">H"), FLOAT64: struct.Struct(">d"),
           BOOL: struct.Struct(">b"), UUID: struct.Struct(">16s")}
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+MAX_STRING = 0x7FFF
 MAX_COLLECTION = 1_000_000     # Kafka's generated readers refuse larger arrays
 MAX_TAGGED_FIELDS = 10_000
 
@@ -88,12 +89,15 @@ class Struct:
         self.tags.update({f.tag: f for f in self.fields if f.tag is not None})
 
 
-def field(name: str, type_, versions_: str = "0+", *, nullable: str = "none",
+def field(name: str, type_, versions_: str | None = None, *, nullable: str = "none",
           tagged: str | None = None, tag: int | None = None, default=EMPTY) -> Field:
-    """A Field from Kafka's spellings; a tagged field exists wherever it is tagged."""
+    """A Field from Kafka's spellings. A tagged field given no versions exists where it is
+    tagged; any other field given none exists in every version."""
     tagged_versions = NONE if tagged is None else versions(tagged)
-    present = tagged_versions if tagged is not None and versions_ == "tagged" \
-        else versions(versions_)
+    if versions_ is None:
+        present = tagged_versions if tagged is not None else versions("0+")
+    else:
+        present = versions(versions_)
     return Field(name, type_, present, versions(nullable), tagged_versions, tag, default)
 
 
@@ -104,6 +108,8 @@ class StructValue(dict):
     unknown_tags: tuple = ()
 
     def __eq__(self, other):
+        if not isinstance(other, dict):
+            return NotImplemented
         return dict.__eq__(self, other) and self.unknown_tags == getattr(other, "unknown_tags", ())
 
     __hash__ = None
@@ -226,7 +232,7 @@ def _read(r: Reader, f: Field, type_, name: str, version: int, flexible: bool, n
         raise ReadFailure(f"{name} is null, which it may not be", f"non-nullable field {name} "
                           "was serialized as null", r.pos)
     if type_ == STRING:
-        if size > MAX_VERSION:
+        if size > MAX_STRING:
             raise ReadFailure(f"{name}: a string of {size} bytes, over Kafka's 32767",
                               f"string field {name} had invalid length {size}", r.pos)
         return java_utf8(r.take(size, name))
@@ -295,7 +301,9 @@ def _read_tagged(r: Reader, st: Struct, out: StructValue, version: int) -> None:
 
 # -- JSON as Kafka's generated converters build it and Jackson prints it ----------------------
 
-def struct_json(st: Struct, value: StructValue, version: int) -> str:
+def struct_json(st: Struct, value: StructValue, version: int,
+                overrides: dict[str, str] | None = None) -> str:
+    """The struct as JSON; `overrides` gives some fields' JSON text instead."""
     parts = []
     for f in st.fields:
         if version not in f.versions:
@@ -303,7 +311,8 @@ def struct_json(st: Struct, value: StructValue, version: int) -> str:
         v = value[f.name]
         if version in f.tagged and v == default_of(f):
             continue
-        parts.append(f'"{f.name}":{value_json(f.type, v, version)}')
+        text = overrides.get(f.name) if overrides else None
+        parts.append(f'"{f.name}":{text or value_json(f.type, v, version)}')
     return "{" + ",".join(parts) + "}"
 
 
@@ -380,3 +389,29 @@ def java_utf8(data: bytes) -> str:
                 i = i + err.end
             out.append("\ufffd")
     return "".join(out)
+
+
+@dataclass(frozen=True)
+class Message:
+    """A top-level message: Kafka's class name, the versions it may be read at, and those of
+    them that are flexible."""
+
+    name: str
+    valid: Versions
+    flexible: Versions
+    struct: Struct
+
+
+def message(name: str, valid: str, flexible: str, *fields: Field) -> Message:
+    return Message(name, versions(valid), versions(flexible), Struct(name, fields))
+
+
+def read_message(st: Struct, data: bytes, pos: int, version: int, flexible: bool,
+                 strict: bool) -> StructValue:
+    """`st` at `version` from data[pos:]; `strict`: nothing may follow it."""
+    r = Reader(data, pos)
+    value = read_struct(r, st, version, flexible)
+    if strict and r.remaining():
+        raise ReadFailure(f"{r.remaining()} bytes follow the message, from byte {r.pos}",
+                          "", r.pos)
+    return value
