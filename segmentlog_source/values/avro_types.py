@@ -10,22 +10,28 @@ SchemaConverters), and the form of each schema fastavro decodes fastest into Arr
     union [int, long] / [float, double]    bigint / double
     any other union                        struct<member0, member1, ...> (one set per row)
     date (int)                             date
+    time-millis (int) / time-micros (long) int / time(6)
     timestamp-millis/-micros (long)        timestamp
     local-timestamp-millis/-micros (long)  timestamp_ntz
     decimal (bytes, fixed)                 decimal(precision, scale)
     uuid (string)                          string
+    timestamp-nanos (long)                 bigint, the nanoseconds (Spark 4.3's timestamp(9)
+                                           needs a flag, and PySpark cannot read its schema)
 
 Every Spark field is declared nullable: a malformed row leaves the whole struct null, and Spark
 must not trust a NOT NULL it cannot check. Recursive schemas have no Spark type and are refused.
 
-fastavro decodes a *prepared* schema: the same schema with the time logical types removed, so
-their longs and ints go into Arrow timestamp and date arrays directly instead of through Python
-datetimes (and uuid stays a plain string). Decimals keep their logical type.
+fastavro decodes a *prepared* schema: the same schema with the logical types removed, so
+time values go into Arrow timestamp, date and time arrays as their ints instead of through
+Python datetimes, uuid stays a plain string, and decimals are made here from their unscaled
+bytes: fastavro rounds a decimal with more digits than its precision to fit (12345 at
+decimal(4,2) reads 123.4), where Spark calls the value malformed, and so does segmentlog.
 """
 
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Callable
 
 import pyarrow as pa
@@ -33,7 +39,7 @@ from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, DateType,
                                DecimalType, DoubleType, FloatType, IntegerType, LongType,
                                MapType, NullType, StringType, StructField, StructType,
-                               TimestampNTZType, TimestampType)
+                               TimeType, TimestampNTZType, TimestampType)
 
 from ..errors import MalformedValueError
 
@@ -44,7 +50,8 @@ PRIMITIVES: dict[str, DataType] = {
 TIMESTAMPS = {"timestamp-millis": ("ms", True), "timestamp-micros": ("us", True),
               "local-timestamp-millis": ("ms", False), "local-timestamp-micros": ("us", False)}
 # Logical types left to Arrow (or to nothing): removed from the schema fastavro reads.
-STRIPPED_LOGICAL = frozenset(TIMESTAMPS) | {"date", "uuid", "time-millis", "time-micros"}
+STRIPPED_LOGICAL = frozenset(TIMESTAMPS) | {"date", "uuid", "time-millis", "time-micros",
+                                            "decimal"}
 NAMED = ("record", "enum", "fixed")
 MAX_DECIMAL_PRECISION = 38
 
@@ -87,6 +94,13 @@ class _MillisTimestampNTZ(TimestampNTZType):
     """A local timestamp whose Avro longs count milliseconds (only in build types)."""
 
 
+class _MicrosTime(TimeType):
+    """A time of day whose Avro longs count microseconds (only in build types)."""
+
+    def __init__(self):
+        super().__init__(6)
+
+
 def spark_type(schema) -> DataType:
     """The Spark type of values of Avro `schema` (parsed JSON, or its text)."""
     return _spark(_parsed(schema), None, _Walk())
@@ -115,6 +129,8 @@ def _arrow(dt: DataType) -> pa.DataType:
         return pa.timestamp("ms", tz="UTC")
     if isinstance(dt, _MillisTimestampNTZ):
         return pa.timestamp("ms")
+    if isinstance(dt, _MicrosTime):
+        return pa.time64("us")
     if isinstance(dt, StructType):
         return pa.struct([pa.field(f.name, _arrow(f.dataType), f.nullable) for f in dt])
     if isinstance(dt, ArrayType):
@@ -170,6 +186,8 @@ def _spark(schema, namespace: str | None, walk: _Walk) -> DataType:
         return TimestampType() if utc else TimestampNTZType()
     if logical == "date" and kind == "int":
         return DateType()
+    if logical == "time-micros" and kind == "long":
+        return _MicrosTime() if walk.millis else TimeType(6)
     if isinstance(kind, (dict, list)):      # {"type": {"type": "string"}}: a wrapped type
         return _spark(kind, namespace, walk)
     return _spark(kind, namespace, walk)
@@ -231,37 +249,41 @@ def prepared(schema) -> object:
     return out
 
 
-def needs_branches(schema, walk: _Walk | None = None, namespace=None) -> bool:
-    """Whether a union of the schema maps to Spark's member struct (then decoded values must be
-    told which branch they took)."""
+def needs_conversion(schema, walk: _Walk | None = None, namespace=None) -> bool:
+    """Whether fastavro's values of the prepared schema need converter(): a union that maps to
+    Spark's member struct (values must be told which branch they took), or a decimal."""
+    walk = walk or _Walk()
     walk = walk or _Walk()
     if isinstance(schema, list):
         members = union_members(schema)
         if _member_struct(members):
             return True
-        return any(needs_branches(m, walk, namespace) for m in members)
+        return any(needs_conversion(m, walk, namespace) for m in members)
     if isinstance(schema, str) or not isinstance(schema, dict):
         return False
     kind = schema.get("type")
+    if schema.get("logicalType") == "decimal" and kind in ("bytes", "fixed"):
+        return True
     if kind == "record":
         full = _full_name(schema, namespace)
         if full in walk.named:
             return False
         walk.named[full] = schema
-        return any(needs_branches(f["type"], walk, namespace) for f in schema["fields"])
+        return any(needs_conversion(f["type"], walk, namespace) for f in schema["fields"])
     if kind == "array":
-        return needs_branches(schema["items"], walk, namespace)
+        return needs_conversion(schema["items"], walk, namespace)
     if kind == "map":
-        return needs_branches(schema["values"], walk, namespace)
-    return isinstance(kind, (dict, list)) and needs_branches(kind, walk, namespace)
+        return needs_conversion(schema["values"], walk, namespace)
+    return isinstance(kind, (dict, list)) and needs_conversion(kind, walk, namespace)
 
 
 Convert = Callable[[object], object]
 
 
-def branch_converter(schema) -> Convert:
-    """A function from fastavro's value (decoded with return_named_type=True, which tags the
-    named branches of unions as (name, value)) to the member-struct form of `schema`'s type."""
+def converter(schema) -> Convert:
+    """A function from fastavro's value of the prepared schema (decoded with
+    return_named_type=True, which tags the named branches of unions as (name, value)) to
+    Spark's form: member structs for unions, Decimals made from their unscaled bytes."""
     return _converter(schema, None, _Walk(), {})
 
 
@@ -280,6 +302,10 @@ def _converter(schema, namespace, walk: _Walk, done: dict) -> Convert:
     if isinstance(schema, list):
         return _union_converter(schema, namespace, walk, done)
     kind = schema["type"]
+    if schema.get("logicalType") == "decimal" and kind in ("bytes", "fixed"):
+        if kind == "fixed":
+            walk.named[_full_name(schema, namespace)] = schema
+        return _decimal(int(schema["precision"]), int(schema.get("scale", 0)))
     if kind in NAMED:
         full = _full_name(schema, namespace)
         walk.named[full] = schema
@@ -303,6 +329,20 @@ def _converter(schema, namespace, walk: _Walk, done: dict) -> Convert:
     if isinstance(kind, (dict, list)):
         return _converter(kind, namespace, walk, done)
     return _identity
+
+
+def _decimal(precision: int, scale: int) -> Convert:
+    limit = 10 ** precision
+
+    def convert(v):
+        if v is None:
+            return None
+        unscaled = int.from_bytes(v, "big", signed=True)
+        if not -limit < unscaled < limit:
+            raise MalformedValueError(f"the decimal {unscaled}e-{scale} has more than "
+                                      f"{precision} digits (decimal({precision}, {scale}))")
+        return Decimal(unscaled).scaleb(-scale)
+    return convert
 
 
 def _record(fields) -> Convert:
@@ -366,8 +406,6 @@ def _pick(branches, name: str | None, value) -> int:
             if key == name or key.rsplit(".", 1)[-1] == name.rsplit(".", 1)[-1]:
                 return i
     kinds = _PYTHON_KINDS.get(type(value), ())
-    if not kinds and hasattr(value, "as_tuple"):     # Decimal: a bytes branch with decimal
-        kinds = ("bytes",)
     for i, key in enumerate(keys):
         if key in kinds:
             return i

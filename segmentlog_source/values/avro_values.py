@@ -21,7 +21,7 @@ from fastavro.read import SchemaResolutionError
 from fastavro.utils import generate_many
 
 from ..errors import MalformedValueError
-from .avro_types import arrow_types, branch_converter, needs_branches, prepared, spark_type
+from .avro_types import arrow_types, converter, needs_conversion, prepared, spark_type
 from .avro_types import _parsed
 
 RESOLUTION_SAMPLES = 16     # generated records per writer schema in the load-time check
@@ -58,8 +58,8 @@ class AvroDecoder:
         self.build_type, self.final_type = arrow_types(reader)
         self.writer_texts = dict(writers)
         self.writers: dict[int | None, dict] = {}
-        self.branches = needs_branches(_parsed(reader))
-        self.convert: Callable = branch_converter(_parsed(reader)) if self.branches else None
+        converts = needs_conversion(_parsed(reader))
+        self.convert: Callable | None = converter(_parsed(reader)) if converts else None
 
     def __getstate__(self):
         return (self.reader_text, self.writer_texts, self.reader_id)
@@ -105,7 +105,7 @@ class AvroDecoder:
         n = len(payloads)
         values: list = [None] * n
         errors: list[str | None] = [None] * n
-        kwargs = {"return_named_type": True} if self.branches else {}
+        kwargs = {"return_named_type": True} if self.convert is not None else {}
         reader = self.reader
         for i in range(n):
             payload, start = payloads[i], starts[i]
@@ -114,6 +114,9 @@ class AvroDecoder:
             writer = self.writer(schema_ids[i])
             if writer is None:
                 errors[i] = f"unknown schema id {schema_ids[i]}"
+                continue
+            if writer == "bytes":       # Confluent writes a top-level bytes value raw
+                values[i] = payload[start:]
                 continue
             buf = io.BytesIO(payload)
             buf.seek(start)
@@ -136,7 +139,13 @@ class AvroDecoder:
                 errors[i] = (f"{left} bytes left after the record: not written with "
                              f"schema id {schema_ids[i]}")
                 continue
-            values[i] = value if self.convert is None else self.convert(value)
+            if self.convert is not None:
+                try:
+                    value = self.convert(value)
+                except MalformedValueError as err:
+                    errors[i] = str(err)
+                    continue
+            values[i] = value
         return Decoded(self._to_arrow(values, errors), errors)
 
     def _to_arrow(self, values: list, errors: list[str | None]) -> pa.Array:

@@ -7,7 +7,8 @@
     5+ the body: Avro binary, JSON text, or Protobuf
 
 A payload shorter than the header or with another first byte was not written by a Schema
-Registry serializer; its row is malformed.
+Registry serializer; its row is malformed. (Schema Registry 8.0 added an opt-in framing with
+magic byte 1 and a 16-byte schema GUID, or the id in a record header: not read here.)
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from typing import Sequence
 
 MAGIC = 0
+GUID_MAGIC = 1      # Schema Registry 8.0+, opt-in: a 16-byte schema GUID instead of the id
 HEADER_BYTES = 5
 
 
@@ -32,6 +34,10 @@ def split_framed(payloads: Sequence[bytes | None]
             ids.append(None), starts.append(-1)
             errors.append(f"truncated: {len(payload)} bytes, shorter than the 5-byte Schema "
                           f"Registry header")
+        elif payload[0] == GUID_MAGIC:
+            ids.append(None), starts.append(-1)
+            errors.append("magic byte 0x01: Schema Registry 8's schema-GUID framing, which "
+                          "segmentlog does not read (it reads the schema-id framing, 0x00)")
         elif payload[0] != MAGIC:
             ids.append(None), starts.append(-1)
             errors.append(f"bad magic byte 0x{payload[0]:02x}: a Schema Registry payload "

@@ -39,6 +39,8 @@ V1 = {"type": "record", "name": "Everything", "namespace": "test.values", "field
     {"name": "decf", "type": {"type": "fixed", "name": "Dec8", "size": 8,
                               "logicalType": "decimal", "precision": 12, "scale": 2}},
     {"name": "uid", "type": {"type": "string", "logicalType": "uuid"}},
+    {"name": "tm", "type": {"type": "int", "logicalType": "time-millis"}},
+    {"name": "tu", "type": {"type": "long", "logicalType": "time-micros"}},
     {"name": "items", "type": {"type": "array", "items": {
         "type": "record", "name": "Item", "fields": [
             {"name": "name", "type": "string"}, {"name": "tags", "type": {
@@ -47,6 +49,9 @@ V1 = {"type": "record", "name": "Everything", "namespace": "test.values", "field
 V2 = copy.deepcopy(V1)
 V2["fields"] += [{"name": "added", "type": "string", "default": "fresh"},
                  {"name": "cnt", "type": ["null", "long"], "default": None}]
+# V1 with its bytes decimal as plain bytes: to write an unscaled value past the precision
+V1_RAW_DECIMAL = copy.deepcopy(V1)
+V1_RAW_DECIMAL["fields"][21] = {"name": "dec", "type": "bytes"}
 V3_DELETED = copy.deepcopy(V2)
 V3_DELETED["fields"].append({"name": "gone", "type": "int", "default": 0})
 KEY = {"type": "record", "name": "Key", "fields": [{"name": "id", "type": "long"}]}
@@ -66,6 +71,7 @@ def datum(i: int, version: int) -> dict:
         "tsu": 1_600_000_000_000_000 + i, "ltsm": 1_000_000 * i, "ltsu": 123 + i,
         "dec": Decimal(f"{i * 1111}.{i:03d}"), "decf": Decimal(f"-{i}.{i % 100:02d}"),
         "uid": f"00000000-0000-4000-8000-{i:012d}",
+        "tm": i * 3_600_000 + 1, "tu": 86_399_999_999 - i,
         "items": [{"name": f"n{j}", "tags": {"t": ["a", "b"][:j]}} for j in range(i % 3)],
     }
     if version == 2:
@@ -93,9 +99,12 @@ def write_case(data_dir) -> dict:
         records.append((framed(KEY_ID, KEY, {"id": i}), framed(schema_id, schema,
                                                               datum(i, version))))
     good = framed(V1_ID, V1, datum(3, 1))
+    too_precise = dict(datum(4, 1), dec=(10**9).to_bytes(5, "big", signed=True))
     malformed = {
         "unknown schema id 99": framed(UNKNOWN_ID, V1, datum(1, 1)),
-        "bad magic byte 0x01": b"\x01" + good[1:],
+        "bad magic byte 0x07": b"\x07" + good[1:],
+        "schema-GUID framing": b"\x01" + bytes(16) + good[5:],
+        "has more than 9 digits": framed(V1_ID, V1_RAW_DECIMAL, too_precise),
         "shorter than the 5-byte": b"\x00\x00\x00",
         "truncated": good[:len(good) // 2],
         "bytes left after the record": framed(V1_ID, KEY, {"id": 7}) + b"\x00" * 200,

@@ -1,6 +1,5 @@
 """Kafka's message protocol read as its generated classes read it, from message definitions
-written as Python data (messages.py, group_messages.py), and written back as JSON the way its
-generated JSON converters and Jackson print it.
+written as Python data (messages.py, group_messages.py); kafka_json.py prints what it reads.
 
 Each field has the versions it exists in; a struct is read at one version, classic or flexible:
 
@@ -24,7 +23,6 @@ from __future__ import annotations
 import base64
 import struct
 from dataclasses import dataclass, field as dc_field
-from decimal import Decimal
 from typing import NamedTuple
 
 MAX_VERSION = 0x7FFF
@@ -142,10 +140,11 @@ def default_of(f: Field):
 class Reader:
     """The bytes of one message and a position in them, read as Kafka's ByteBufferAccessor."""
 
-    __slots__ = ("data", "pos")
+    __slots__ = ("data", "pos", "highest")
 
-    def __init__(self, data: bytes, pos: int = 0):
+    def __init__(self, data: bytes, pos: int = 0, highest: int = MAX_VERSION):
         self.data, self.pos = data, pos
+        self.highest = highest   # the message's newest version: nested structs refuse newer
 
     def remaining(self) -> int:
         return len(self.data) - self.pos
@@ -154,8 +153,8 @@ class Reader:
         st = _FIXED[type_]
         if self.pos + st.size > len(self.data):
             # a BufferUnderflowException, whose message is null
-            raise ReadFailure(f"{what} ({type_}) needs {st.size} bytes at byte {self.pos}, "
-                              f"{self.remaining()} left", "null", self.pos)
+            raise ReadFailure(f"{_named(what)}{type_} needs {st.size} bytes at byte "
+                              f"{self.pos}, {self.remaining()} left", "null", self.pos)
         (value,) = st.unpack_from(self.data, self.pos)
         self.pos += st.size
         return value
@@ -165,30 +164,36 @@ class Reader:
         start, value = self.pos, 0
         for i in range(5):
             if self.pos >= len(self.data):
-                raise ReadFailure(f"{what}: the varint at byte {start} is cut off by the end",
-                                  "null", start)
+                raise ReadFailure(f"{_named(what)}the varint at byte {start} is cut off by "
+                                  "the end", "null", start)
             byte = self.data[self.pos]
             self.pos += 1
             value |= (byte & 0x7F if i < 4 else byte) << (7 * i)
             if byte < 0x80:
                 return _int32(value)
         value = _int32(value)
-        raise ReadFailure(f"{what}: the varint at byte {start} is longer than 5 bytes",
+        raise ReadFailure(f"{_named(what)}the varint at byte {start} is longer than 5 bytes",
                           "Varint is too long, the most significant bit in the 5th byte is "
                           f"set, converted value: {value & 0xFFFFFFFF:x}", start)
 
     def take(self, size: int, what: str) -> bytes:
         """readArray: `size` bytes (Kafka reports a negative size as Java does)."""
         if size > self.remaining():
-            raise ReadFailure(f"{what}: {size} bytes at byte {self.pos}, {self.remaining()} "
-                              f"left", f"Error reading byte array of {size} byte(s): only "
+            raise ReadFailure(f"{_named(what)}{size} bytes at byte {self.pos}, "
+                              f"{self.remaining()} left", f"Error reading byte array of {size} "
+                              f"byte(s): only "
                               f"{self.remaining()} byte(s) available", self.pos)
         if size < 0:
-            raise ReadFailure(f"{what}: a negative size {size} at byte {self.pos}", str(size),
-                              self.pos)
+            raise ReadFailure(f"{_named(what)}a negative size {size} at byte {self.pos}",
+                              str(size), self.pos)
         out = bytes(self.data[self.pos:self.pos + size])
         self.pos += size
         return out
+
+
+def _named(what: str) -> str:
+    """A reason's prefix for what is being read: fields are named by the failure's path."""
+    return f"{what}: " if what else ""
 
 
 def _int32(value: int) -> int:
@@ -196,7 +201,11 @@ def _int32(value: int) -> int:
     return value - (1 << 32) if value & 0x80000000 else value
 
 
-def read_struct(r: Reader, st: Struct, version: int, flexible: bool) -> StructValue:
+def read_struct(r: Reader, st: Struct, version: int, flexible: bool,
+                nested: bool = True) -> StructValue:
+    if nested and version > r.highest:
+        raise ReadFailure(f"{st.name} has no version {version}",
+                          f"Can't read version {version} of {st.name}", r.pos)
     out = StructValue()
     for f in st.fields:
         if version not in f.versions or version in f.tagged:
@@ -214,42 +223,42 @@ def read_struct(r: Reader, st: Struct, version: int, flexible: bool) -> StructVa
 
 def _read(r: Reader, f: Field, type_, name: str, version: int, flexible: bool, nullable: bool):
     if isinstance(type_, str) and type_ in _FIXED:
-        value = r.fixed(type_, name)
+        value = r.fixed(type_, "")
         if type_ == UUID:
             return base64.urlsafe_b64encode(value).rstrip(b"=").decode("ascii")
         return value != 0 if type_ == BOOL else value
     if isinstance(type_, Struct):
-        if nullable and r.fixed(INT8, name) < 0:
+        if nullable and r.fixed(INT8, "the null marker") < 0:
             return None
         return read_struct(r, type_, version, flexible)
     if flexible:
-        size = _int32(r.uvarint(name) - 1)
+        size = _int32(r.uvarint("the length") - 1)
     else:
-        size = r.fixed(INT16 if type_ == STRING else INT32, name)
+        size = r.fixed(INT16 if type_ == STRING else INT32, "the length")
     if size < 0:
         if nullable:
             return None
-        raise ReadFailure(f"{name} is null, which it may not be", f"non-nullable field {name} "
+        raise ReadFailure("null, which it may not be", f"non-nullable field {name} "
                           "was serialized as null", r.pos)
     if type_ == STRING:
         if size > MAX_STRING:
-            raise ReadFailure(f"{name}: a string of {size} bytes, over Kafka's 32767",
+            raise ReadFailure(f"a string of {size} bytes, over Kafka's 32767",
                               f"string field {name} had invalid length {size}", r.pos)
-        return java_utf8(r.take(size, name))
+        return java_utf8(r.take(size, ""))
     if type_ == BYTES:
-        return r.take(size, name)
+        return r.take(size, "")
     return _read_array(r, f, type_.element, name, size, version, flexible)
 
 
 def _read_array(r: Reader, f: Field, element, name: str, size: int, version: int,
                 flexible: bool) -> list:
     if size > r.remaining():
-        raise ReadFailure(f"{name}: {size} elements announced at byte {r.pos}, "
+        raise ReadFailure(f"{size} elements announced at byte {r.pos}, "
                           f"{r.remaining()} bytes left", "Tried to allocate a collection of "
                           f"size {size}, but there are only {r.remaining()} bytes remaining.",
                           r.pos)
     if size > MAX_COLLECTION:
-        raise ReadFailure(f"{name}: {size} elements, over Kafka's {MAX_COLLECTION}",
+        raise ReadFailure(f"{size} elements, over Kafka's {MAX_COLLECTION}",
                           f"Tried to read a collection of size {size}, which exceeds the "
                           f"maximum allowed size of {MAX_COLLECTION}.", r.pos)
     items = []
@@ -288,7 +297,7 @@ def _read_tagged(r: Reader, st: Struct, out: StructValue, version: int) -> None:
         # A known tag is read by its type; Kafka does not hold it to its announced size.
         try:
             if isinstance(f.type, Struct):
-                marker = r.uvarint(f.name)
+                marker = r.uvarint("the null marker")
                 out[f.name] = None if marker <= 0 else read_struct(r, f.type, version, True)
             else:
                 out[f.name] = _read(r, f, f.type, f.name, version, True, version in f.nullable)
@@ -297,74 +306,6 @@ def _read_tagged(r: Reader, st: Struct, out: StructValue, version: int) -> None:
             raise
     if unknown:
         out.unknown_tags = tuple(unknown)
-
-
-# -- JSON as Kafka's generated converters build it and Jackson prints it ----------------------
-
-def struct_json(st: Struct, value: StructValue, version: int,
-                overrides: dict[str, str] | None = None) -> str:
-    """The struct as JSON; `overrides` gives some fields' JSON text instead."""
-    parts = []
-    for f in st.fields:
-        if version not in f.versions:
-            continue
-        v = value[f.name]
-        if version in f.tagged and v == default_of(f):
-            continue
-        text = overrides.get(f.name) if overrides else None
-        parts.append(f'"{f.name}":{text or value_json(f.type, v, version)}')
-    return "{" + ",".join(parts) + "}"
-
-
-def value_json(type_, v, version: int) -> str:
-    if v is None:
-        return "null"
-    if isinstance(type_, Struct):
-        return struct_json(type_, v, version)
-    if isinstance(type_, Array):
-        return "[" + ",".join(value_json(type_.element, x, version) for x in v) + "]"
-    if type_ in (STRING, UUID):
-        return jackson_string(v)
-    if type_ == BYTES:
-        return '"' + base64.b64encode(v).decode("ascii") + '"'
-    if type_ == BOOL:
-        return "true" if v else "false"
-    if type_ == FLOAT64:
-        return java_double(v)
-    return str(v)
-
-
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f",
-            "\r": "\\r"}
-_ESCAPES.update({chr(c): f"\\u{c:04X}" for c in range(0x20) if chr(c) not in _ESCAPES})
-_NEEDS_ESCAPE = str.maketrans(_ESCAPES)
-
-
-def jackson_string(s: str) -> str:
-    """A JSON string as Jackson writes it: only quotes, backslashes and control characters
-    escaped, \\uXXXX in upper case hex; everything else as is."""
-    return '"' + s.translate(_NEEDS_ESCAPE) + '"'
-
-
-def java_double(d: float) -> str:
-    """Java's Double.toString (shortest digits, as Python's repr): plain notation for
-    1e-3 <= |d| < 1e7, else computerized scientific notation (1.0E7)."""
-    if d != d:
-        return "NaN"
-    if d in (float("inf"), float("-inf")):
-        return "Infinity" if d > 0 else "-Infinity"
-    if d == 0:
-        return "-0.0" if str(d).startswith("-") else "0.0"
-    sign, digits, exponent = Decimal(repr(d)).normalize().as_tuple()
-    text = "".join(map(str, digits))
-    point = len(text) + exponent      # the decimal point's place in `text`
-    head = "-" if sign else ""
-    if 1e-3 <= abs(d) < 1e7:
-        if point <= 0:
-            return f"{head}0.{'0' * -point}{text}"
-        whole, frac = text[:point].ljust(point, "0"), text[point:]
-        return f"{head}{whole}.{frac or '0'}"
-    return f"{head}{text[0]}.{text[1:] or '0'}E{point - 1}"
 
 
 def java_utf8(data: bytes) -> str:
@@ -407,10 +348,11 @@ def message(name: str, valid: str, flexible: str, *fields: Field) -> Message:
 
 
 def read_message(st: Struct, data: bytes, pos: int, version: int, flexible: bool,
-                 strict: bool) -> StructValue:
-    """`st` at `version` from data[pos:]; `strict`: nothing may follow it."""
-    r = Reader(data, pos)
-    value = read_struct(r, st, version, flexible)
+                 strict: bool, highest: int = MAX_VERSION) -> StructValue:
+    """`st` at `version` from data[pos:]; `strict`: nothing may follow it. Kafka reads a
+    message of any version, but refuses a struct inside it newer than `highest`."""
+    r = Reader(data, pos, highest)
+    value = read_struct(r, st, version, flexible, nested=False)
     if strict and r.remaining():
         raise ReadFailure(f"{r.remaining()} bytes follow the message, from byte {r.pos}",
                           "", r.pos)

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from ...errors import BadOptionError, MalformedValueError
 from .messages import (ASSIGNMENT, COORDINATORS, SUBSCRIPTION, TRANSACTION_STATES, RecordKind)
-from .protocol import (Message, ReadFailure, StructValue, jackson_string, read_message,
-                       struct_json)
+from .kafka_json import jackson_string, struct_json
+from .protocol import Message, ReadFailure, StructValue, read_message
 
 CONSUMER_PROTOCOL = "consumer"
 
@@ -142,12 +142,14 @@ def _value_json(kind: RecordKind, fields: StructValue, version: int) -> str:
 
 def consumer_protocol(msg: Message, data: bytes) -> tuple[int, StructValue] | None:
     """(version, fields) of a classic consumer's subscription or assignment, None when Kafka
-    would fail to read it. Any version is read with the newest layout; a negative one as 0."""
+    would fail to read it. Any version is read with the newest layout (a negative one as 0),
+    but a topic-partition struct refuses a version newer than the message's newest."""
     if len(data) < 2:
         return None
     version = max(int.from_bytes(data[:2], "big", signed=True), 0)
     try:
-        return version, read_message(msg.struct, data, 2, version, False, False)
+        return version, read_message(msg.struct, data, 2, version, False, False,
+                                     msg.valid.hi)
     except ReadFailure:
         return None
 

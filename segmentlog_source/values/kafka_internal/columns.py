@@ -1,0 +1,193 @@
+"""The `key_decoded` and `value_decoded` columns of an internal topic's records, as Arrow arrays
+(records.py decodes; this module lays the results out as Spark's types declare them).
+
+    key_decoded    record_type, version (the key's int16 record type), group, topic,
+                   partition, member_id, transactional_id, json
+    value_decoded  version, and one struct per kind of value (the others null):
+                   offset_commit   the committed offset of an offset commit (types 0 and 1)
+                   group_metadata  a classic group, its members with their subscribed topics
+                                   and assigned partitions (from the consumer protocol's bytes
+                                   when protocol_type is "consumer")
+                   transaction     a transactional id's state in __transaction_state
+                   json            Kafka's JSON of the value, for every record type
+
+A field the record's version lacks is null, and so are "no value" markers: a -1 timestamp, a
+zero topic id. A timestamp too large for microseconds is null (json keeps the number). A
+tombstone's value_decoded is null; a row that does not decode gets null for both and a reason.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, ShortType,
+                               StringType, StructField, StructType, TimestampType)
+
+from .messages import ASSIGNMENT, SUBSCRIPTION, TRANSACTION_STATES
+from .protocol import ZERO_UUID
+from .records import InternalRecordError, consumer_protocol, decode_key, decode_value
+
+
+def _struct(*fields: tuple) -> StructType:
+    return StructType([StructField(name, type_, True) for name, type_ in fields])
+
+
+_TOPIC_PARTITIONS = ArrayType(_struct(("topic", StringType()),
+                                      ("partitions", ArrayType(IntegerType()))))
+
+KEY_TYPE = _struct(
+    ("record_type", StringType()), ("version", ShortType()), ("group", StringType()),
+    ("topic", StringType()), ("partition", IntegerType()), ("member_id", StringType()),
+    ("transactional_id", StringType()), ("json", StringType()))
+
+OFFSET_COMMIT_TYPE = _struct(
+    ("offset", LongType()), ("leader_epoch", IntegerType()), ("metadata", StringType()),
+    ("commit_timestamp", TimestampType()), ("expire_timestamp", TimestampType()),
+    ("topic_id", StringType()))
+
+MEMBER_TYPE = _struct(
+    ("member_id", StringType()), ("group_instance_id", StringType()),
+    ("client_id", StringType()), ("client_host", StringType()),
+    ("rebalance_timeout", IntegerType()), ("session_timeout", IntegerType()),
+    ("subscription", BinaryType()), ("assignment", BinaryType()),
+    ("subscribed_topics", ArrayType(StringType())), ("assigned_partitions", _TOPIC_PARTITIONS))
+
+GROUP_METADATA_TYPE = _struct(
+    ("protocol_type", StringType()), ("generation", IntegerType()),
+    ("protocol", StringType()), ("leader", StringType()),
+    ("current_state_timestamp", TimestampType()), ("members", ArrayType(MEMBER_TYPE)))
+
+TRANSACTION_TYPE = _struct(
+    ("producer_id", LongType()), ("producer_epoch", ShortType()),
+    ("previous_producer_id", LongType()), ("next_producer_id", LongType()),
+    ("next_producer_epoch", ShortType()), ("transaction_timeout_ms", IntegerType()),
+    ("state", StringType()), ("partitions", _TOPIC_PARTITIONS),
+    ("last_update_timestamp", TimestampType()), ("start_timestamp", TimestampType()),
+    ("client_transaction_version", ShortType()))
+
+VALUE_TYPE = _struct(
+    ("version", ShortType()), ("offset_commit", OFFSET_COMMIT_TYPE),
+    ("group_metadata", GROUP_METADATA_TYPE), ("transaction", TRANSACTION_TYPE),
+    ("json", StringType()))
+
+_ARROW_ATOMS = {ShortType: pa.int16(), IntegerType: pa.int32(), LongType: pa.int64(),
+                StringType: pa.string(), BinaryType: pa.binary(),
+                TimestampType: pa.timestamp("us", tz="UTC")}
+
+
+def arrow_type(spark_type) -> pa.DataType:
+    """The Arrow type Spark's to_arrow_type gives for these types (UTC timestamps)."""
+    if isinstance(spark_type, StructType):
+        return pa.struct([pa.field(f.name, arrow_type(f.dataType), f.nullable)
+                          for f in spark_type.fields])
+    if isinstance(spark_type, ArrayType):
+        return pa.list_(pa.field("element", arrow_type(spark_type.elementType),
+                                 spark_type.containsNull))
+    return _ARROW_ATOMS[type(spark_type)]
+
+
+KEY_ARROW_TYPE = arrow_type(KEY_TYPE)
+VALUE_ARROW_TYPE = arrow_type(VALUE_TYPE)
+_MAX_MILLIS = (2**63 - 1) // 1000
+
+
+def decode_internal(topic: str, keys: pa.Array, values: pa.Array
+                    ) -> tuple[pa.StructArray, pa.StructArray, list[str | None]]:
+    """key_decoded and value_decoded of each record of `topic` (__consumer_offsets or
+    __transaction_state), and per row the reason it does not decode (None when it does)."""
+    key_rows, value_rows, errors = [], [], []
+    for key, value in zip(keys.to_pylist(), values.to_pylist()):
+        try:
+            key_record = decode_key(topic, key)
+            value_record = decode_value(topic, key_record, value)
+        except InternalRecordError as err:
+            key_rows.append(None)
+            value_rows.append(None)
+            errors.append(err.reason)
+            continue
+        key_rows.append(_key_row(key_record))
+        value_rows.append(None if value_record is None
+                          else _value_row(key_record.record_type, value_record))
+        errors.append(None)
+    return (pa.array(key_rows, KEY_ARROW_TYPE), pa.array(value_rows, VALUE_ARROW_TYPE), errors)
+
+
+def _key_row(record) -> dict:
+    f = record.fields
+    return {"record_type": record.record_type, "version": record.version,
+            "group": f.get("group", f.get("groupId")), "topic": f.get("topic"),
+            "partition": f.get("partition"), "member_id": f.get("memberId"),
+            "transactional_id": f.get("transactionalId"), "json": record.json()}
+
+
+def _value_row(record_type: str, record) -> dict:
+    row = {"version": record.version, "json": record.json()}
+    if record_type in ("offset_commit", "legacy_offset_commit"):
+        row["offset_commit"] = _offset_commit(record)
+    elif record_type == "group_metadata":
+        row["group_metadata"] = _group_metadata(record)
+    elif record_type == "transaction_log":
+        row["transaction"] = _transaction(record)
+    return row
+
+
+def _timestamp(ms: int | None) -> int | None:
+    """Milliseconds as Arrow's microseconds; -1 (no value) and what does not fit are null."""
+    if ms is None or ms == -1 or abs(ms) > _MAX_MILLIS:
+        return None
+    return ms * 1000
+
+
+def _present(record, name: str, since: int, until: int = 0x7FFF):
+    return record.fields[name] if since <= record.version <= until else None
+
+
+def _offset_commit(record) -> dict:
+    f = record.fields
+    legacy = record.record_type == "legacy_offset_commit"
+    topic_id = None if legacy else _present(record, "topicId", 4)
+    return {"offset": f["offset"], "metadata": f["metadata"],
+            "leader_epoch": None if legacy else _present(record, "leaderEpoch", 3),
+            "commit_timestamp": _timestamp(f["commitTimestamp"]),
+            "expire_timestamp": None if legacy
+            else _timestamp(_present(record, "expireTimestamp", 1, 1)),
+            "topic_id": None if topic_id == ZERO_UUID else topic_id}
+
+
+def _group_metadata(record) -> dict:
+    f = record.fields
+    consumer = f["protocolType"] == "consumer"
+    members = []
+    for m in f["members"]:
+        subscription = consumer_protocol(SUBSCRIPTION, m["subscription"]) if consumer else None
+        assignment = consumer_protocol(ASSIGNMENT, m["assignment"]) if consumer else None
+        members.append({
+            "member_id": m["memberId"], "client_id": m["clientId"],
+            "group_instance_id": m["groupInstanceId"], "client_host": m["clientHost"],
+            "rebalance_timeout": m["rebalanceTimeout"] if record.version >= 1 else None,
+            "session_timeout": m["sessionTimeout"], "subscription": m["subscription"],
+            "assignment": m["assignment"],
+            "subscribed_topics": None if subscription is None else subscription[1]["topics"],
+            "assigned_partitions": None if assignment is None else [
+                {"topic": tp["topic"], "partitions": tp["partitions"]}
+                for tp in assignment[1]["assignedPartitions"]]})
+    return {"protocol_type": f["protocolType"], "generation": f["generation"],
+            "protocol": f["protocol"], "leader": f["leader"],
+            "current_state_timestamp": _timestamp(_present(record, "currentStateTimestamp", 2)),
+            "members": members}
+
+
+def _transaction(record) -> dict:
+    f = record.fields
+    status = f["transactionStatus"]
+    partitions = f["transactionPartitions"]
+    return {"producer_id": f["producerId"], "producer_epoch": f["producerEpoch"],
+            "previous_producer_id": _present(record, "previousProducerId", 1),
+            "next_producer_id": _present(record, "nextProducerId", 1),
+            "next_producer_epoch": _present(record, "nextProducerEpoch", 1),
+            "transaction_timeout_ms": f["transactionTimeoutMs"],
+            "state": TRANSACTION_STATES.get(status, str(status)),
+            "partitions": None if partitions is None else [
+                {"topic": p["topic"], "partitions": p["partitionIds"]} for p in partitions],
+            "last_update_timestamp": _timestamp(f["transactionLastUpdateTimestampMs"]),
+            "start_timestamp": _timestamp(f["transactionStartTimestampMs"]),
+            "client_transaction_version": _present(record, "clientTransactionVersion", 1)}
