@@ -108,3 +108,16 @@ def test_ddl_parser():
     for bad in ("a INT,, b", "a unknown", "a array<int", "a int)"):
         with pytest.raises(DDLError):
             parse_schema(bad)
+
+
+def test_a_stream_decodes_too(spark, logs, tmp_path):
+    stream = (spark.readStream.format("segmentlog").option("subscribe", "j")
+              .option("startingOffsets", "earliest").option("valueFormat", "json")
+              .option("valueSchema", "id BIGINT").option("mode", "DROPMALFORMED")
+              .load(str(logs)))
+    query = (stream.select("offset", "value_decoded.id").writeStream.format("memory")
+             .queryName("decoded_stream").option("checkpointLocation", str(tmp_path / "cp"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination(120)
+    rows = spark.sql("select * from decoded_stream order by offset").collect()
+    assert [(r.offset, r.id) for r in rows] == [(0, 1), (1, 2), (4, None)]
