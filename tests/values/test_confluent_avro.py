@@ -134,3 +134,31 @@ def test_topics_with_different_schemas_need_one_reader(spark, tmp_path):
     assert rows["tb"].value_decoded is None
     assert "schema id 2 cannot be resolved to reader schema id 1" in rows["tb"].value_error
     assert rows["_schemas"].value_error.startswith("bad magic byte 0x7b")
+
+
+def test_json_schema_subjects_decode_as_json_and_protobuf_is_refused(spark, tmp_path):
+    json_schema = {"type": "object", "properties": {
+        "n": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}},
+        "inner": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}}
+    write_registry(tmp_path, [
+        schema_record("js-value", 1, 1, json.dumps(json_schema), schema_type="JSON"),
+        schema_record("pb-value", 1, 2, 'syntax = "proto3"; message M { int64 n = 1; }',
+                      schema_type="PROTOBUF")])
+
+    def framed_json(schema_id, obj):
+        return b"\x00" + schema_id.to_bytes(4, "big") + json.dumps(obj).encode()
+    write_partition(tmp_path, "js", [
+        (None, framed_json(1, {"n": 5, "tags": ["a"], "inner": {"ok": True}})),
+        (None, framed_json(1, {"n": "five"})),
+        (None, framed_json(2, {"n": 1}))])
+    write_partition(tmp_path, "pb", [(None, b"\x00\x00\x00\x00\x02\x00\x08\x01")])
+    df = read(spark, tmp_path, subscribe="js")
+    assert df.schema["value_decoded"].dataType.simpleString() == \
+        "struct<n:bigint,tags:array<string>,inner:struct<ok:boolean>>"
+    rows = df.orderBy("offset").collect()
+    assert rows[0].value_decoded.asDict(recursive=True) == {
+        "n": 5, "tags": ["a"], "inner": {"ok": True}}
+    assert "expected integer" in rows[1].value_error
+    assert "schema id 2 is a PROTOBUF schema, the reader schema JSON" in rows[2].value_error
+    with pytest.raises(PySparkException, match="is a Protobuf schema"):
+        read(spark, tmp_path, subscribe="pb").schema
