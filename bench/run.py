@@ -19,6 +19,8 @@ question with the peers side by side), and prints the table. Modules, in order:
                 from an append to the record being visible in a segmentlog sink
     compaction  bench/compaction.py: the log cleaner's MB/s on a 1 GB compacted topic, in one
                 process and as a Spark job, beside plain reads; its peak RSS and passes
+    value_decoding  bench/value_decoding.py: valueFormat=confluent-avro's records/s per core
+                against fastavro alone on the same payloads, in one process and in Spark (~2.5 min)
 decoder and writer are optional: missing or failing, they get a "not available" row.
 """
 
@@ -34,10 +36,10 @@ from .chart import draw
 from .common import RESULTS, case, machine_info, stop_spark, unavailable
 
 OURS = ("memory", "spark_scan", "selective", "object_store", "kafka_peer", "stream",
-        "compaction")
+        "compaction", "value_decoding")
 EXTERNAL = ("decoder", "writer")
 ORDER = ("decoder", "writer", "memory", "spark_scan", "selective", "object_store",
-         "kafka_peer", "stream", "compaction")
+         "kafka_peer", "stream", "compaction", "value_decoding")
 
 
 def external_rows(label: str, result) -> list[dict]:

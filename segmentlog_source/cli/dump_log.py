@@ -8,7 +8,6 @@ EntryScan, from whichever file system serves it (local, or an object store for a
 
 from __future__ import annotations
 
-import codecs
 import json
 import os
 import re
@@ -21,6 +20,7 @@ from ..format.codecs import decompress
 from ..format.control import (ABORT, COMMIT, CONTROL_TYPE_NAMES, KRAFT_VERSION, KRAFT_VOTERS,
                               LEADER_CHANGE, SNAPSHOT_FOOTER, SNAPSHOT_HEADER,
                               parse_control_key, parse_end_txn_marker)
+from ..format.java_text import java_utf8
 from ..format.record_decoder import decode_batch
 from ..storage.log.entry_scan import EntryScan
 from ..values.kafka_internal.records import dump_texts
@@ -42,26 +42,6 @@ def java_absolute(shown: str) -> str:
     """`File.getAbsolutePath`: the working directory prepended, nothing else resolved (a URI is
     already absolute)."""
     return shown if shown.startswith("/") or "://" in shown else f"{os.getcwd()}/{shown}"
-
-
-def _java_replace(err: UnicodeDecodeError) -> tuple[str, int]:
-    """Java's `new String(bytes, UTF_8)` replaces what Python's "replace" does, one U+FFFD per
-    malformed piece, except for an encoded surrogate (ED A0..BF): Java reads ED and the next
-    byte, and a continuation byte after them, as one piece; Python replaces each byte."""
-    data, start = err.object, err.start
-    if data[start] == 0xED and start + 1 < len(data) and 0xA0 <= data[start + 1] <= 0xBF:
-        if start + 2 < len(data) and data[start + 2] & 0xC0 == 0x80:
-            return "\ufffd", start + 3
-        return "\ufffd", start + 2
-    return "\ufffd", err.end
-
-
-codecs.register_error("segmentlog.java-replace", _java_replace)
-
-
-def java_utf8(data) -> str:
-    """`new String(data, StandardCharsets.UTF_8)`, character for character."""
-    return bytes(data).decode("utf-8", "segmentlog.java-replace")
 
 
 def java_bool(value: bool) -> str:

@@ -21,6 +21,7 @@ import pyarrow as pa
 from pyspark.sql.types import StringType, StructField
 
 from ..errors import MalformedValueError
+from .kafka_internal.columns import KEY_TYPE, VALUE_TYPE, decode_internal
 
 BINARY, STRING, JSON, AVRO, CONFLUENT_AVRO, KAFKA_INTERNAL = (
     "binary", "string", "json", "avro", "confluent-avro", "kafka-internal")
@@ -80,7 +81,6 @@ class RecordDecoding:
 
     def _spark_type(self, side: str):
         if self.internal:
-            from .kafka_internal.columns import KEY_TYPE, VALUE_TYPE
             return KEY_TYPE if side == "key" else VALUE_TYPE
         return self.decoders[side].spark_type
 
@@ -89,7 +89,6 @@ class RecordDecoding:
         """`batch` with the decoded columns, and how many malformed rows were dropped."""
         arrays, errors, ids = {}, {}, {}
         if self.internal:
-            from .kafka_internal.columns import decode_internal
             key, value, reasons = decode_internal(topic, batch.column("key"),
                                                   batch.column("value"))
             arrays["key"], arrays["value"], errors["value"] = key, value, reasons

@@ -71,7 +71,18 @@ def produce_commands(base: int) -> list[list]:
          "--base-ts", base],
     ]
     commands += [["create-topic", t, "--partitions", ADOPTED_PARTITIONS] for t in ADOPTED]
-    return commands + log_manager_commands(base)
+    return commands + GROUP_COMMANDS + log_manager_commands(base)
+
+
+# Consumer groups of both protocols read topics above to their end and commit (KafkaClient
+# consume-group), so __consumer_offsets holds a classic group's records and KIP-848's; the
+# second commits in a transaction, so __transaction_state and __consumer_offsets hold that too.
+GROUP_COMMANDS = [
+    ["consume-group", "multi", "--group", "classic-group", "--protocol", "classic",
+     "--partitions", 3],
+    ["consume-group", "txn", "--group", "consumer-group", "--protocol", "consumer",
+     "--partitions", 2, "--txn", "commit"],
+]
 
 
 def _configs(configs: dict[str, str]) -> list[str]:

@@ -188,4 +188,28 @@ def malformed(topic: str, pairs: list[tuple[bytes, bytes | None]]
     for version in (-1, 5, 0x7FFF):
         out.append((key, struct.pack(">h", version) + (value or b"")[2:]))
     out += [(b"", value), (b"\x00", value), (key, b""), (key, b"\x00")]
+    return out + targeted(topic)
+
+
+def targeted(topic: str) -> list[tuple[bytes, bytes]]:
+    """Values that break the rules a random cut seldom reaches: the tagged field section
+    (negative count, more than 10000 fields, an unknown tag of negative size, unknown tags
+    Kafka skips) and a compact string longer than 32767 bytes."""
+    rng = random.Random(5)
+    type_id = 1 if topic == "__consumer_offsets" else 0
+    msg = COORDINATORS[topic][type_id].value
+    version = msg.valid.hi                     # flexible: its bytes end with the tag count
+    value = draw(msg.struct, version, rng)
+    for f in msg.struct.fields:
+        if version in f.tagged:
+            value[f.name] = default_of(f)
+    body = struct.pack(">h", version) + encode_struct(msg.struct, value, version, True)
+    assert body.endswith(b"\x00")
+    key = key_bytes(topic, type_id, rng)
+    tails = [b"\xff\xff\xff\xff\x0f", uvarint(10_001) + bytes(10_001),
+             b"\x01" + uvarint(9) + b"\xff\xff\xff\xff\x0f", b"\x01\x09\x32ab",
+             b"\x02\x09\x01x\x0a\x00", b"\x01\x00\x03abc"]
+    out = [(key, body[:-1] + tail) for tail in tails]
+    if topic == "__consumer_offsets":
+        out.append((key_bytes(topic, 5, rng), b"\x00\x00" + uvarint(32_769) + b"x" * 8))
     return out

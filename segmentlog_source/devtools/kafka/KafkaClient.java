@@ -22,9 +22,9 @@
 //   list-offsets T [--partitions N] [--isolation read_committed|read_uncommitted]
 //             [--timestamp MS]...
 //   consume-group T --group G [--protocol classic|consumer] [--partitions N] [--txn commit]
-//             (a consumer of group G with that group.protocol reads T's N partitions to their
-//             end, commits the positions with metadata "G" (--txn commit: in a transaction,
-//             through a transactional producer) and leaves the group)
+//             (a read_committed consumer of group G with that group.protocol reads T's N
+//             partitions to their end, commits the positions with metadata "G" (--txn commit:
+//             in a transaction, through a transactional producer) and leaves the group)
 //   fill T [--count N] [--partitions N] [--key-bytes N] [--value-bytes N] [--codec C]
 //             [--base-ts MS] [--ts-step MS]
 //             (a benchmark's data: no headers, a producer tuned for throughput; record i goes

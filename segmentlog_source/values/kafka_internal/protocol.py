@@ -25,6 +25,8 @@ import struct
 from dataclasses import dataclass, field as dc_field
 from typing import NamedTuple
 
+from ...format.java_text import java_utf8
+
 MAX_VERSION = 0x7FFF
 INT8, INT16, INT32, INT64 = "int8", "int16", "int32", "int64"
 UINT16, FLOAT64, BOOL, UUID, STRING, BYTES = "uint16", "float64", "bool", "uuid", "string", "bytes"
@@ -109,6 +111,10 @@ class StructValue(dict):
         if not isinstance(other, dict):
             return NotImplemented
         return dict.__eq__(self, other) and self.unknown_tags == getattr(other, "unknown_tags", ())
+
+    def __ne__(self, other):
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
 
     __hash__ = None
 
@@ -306,30 +312,6 @@ def _read_tagged(r: Reader, st: Struct, out: StructValue, version: int) -> None:
             raise
     if unknown:
         out.unknown_tags = tuple(unknown)
-
-
-def java_utf8(data: bytes) -> str:
-    """`new String(bytes, UTF_8)`: Python's replacement, except that Java reads an encoded
-    surrogate (ED A0..BF) and a following continuation byte as one malformed piece."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    out, i = [], 0
-    while i < len(data):
-        try:
-            out.append(data[i:].decode("utf-8"))
-            break
-        except UnicodeDecodeError as err:
-            out.append(data[i:i + err.start].decode("utf-8"))
-            start = i + err.start
-            if data[start] == 0xED and start + 1 < len(data) and 0xA0 <= data[start + 1] <= 0xBF:
-                cont = start + 2 < len(data) and data[start + 2] & 0xC0 == 0x80
-                i = start + (3 if cont else 2)
-            else:
-                i = i + err.end
-            out.append("\ufffd")
-    return "".join(out)
 
 
 @dataclass(frozen=True)

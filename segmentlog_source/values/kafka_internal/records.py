@@ -94,7 +94,9 @@ def decode_value(topic: str, key_record: InternalRecord, value, *,
     """The value of the record whose key is `key_record`; None for a tombstone."""
     if value is None:
         return None
-    kind = coordinator(topic)[key_record.version]
+    kind = coordinator(topic).get(key_record.version)
+    if kind is None or kind.name != key_record.record_type:
+        raise BadOptionError("key_record", key_record.record_type, f"not a key of {topic}")
     data = bytes(value)
     version = _int16(data, "value", topic)
     msg = kind.value
