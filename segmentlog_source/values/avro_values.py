@@ -97,56 +97,66 @@ class AvroDecoder:
             f"values written with schema id {schema_id} cannot be resolved to {reader}: {err}; "
             f"option readerSchemaId picks another reader schema")
 
-    def decode(self, payloads: Sequence[bytes | None], schema_ids: Sequence[int | None],
-               starts: Sequence[int]) -> Decoded:
-        """Decode `payloads[i][starts[i]:]` with writer `schema_ids[i]`; rows whose payload is
-        None stay null; rows whose schema id is None and `starts[i]` < 0 are already malformed
-        (the caller put their reason in place)."""
-        n = len(payloads)
+    def decode(self, data: bytes, starts: Sequence[int], ends: Sequence[int],
+               schema_ids: Sequence[int | None], errors: list[str | None]) -> Decoded:
+        """Decode the bodies `data[starts[i]:ends[i]]` with writer `schema_ids[i]`. A row whose
+        start is negative stays null: a null payload, or one the caller found malformed (its
+        reason already in `errors`, which this completes)."""
+        n = len(starts)
         values: list = [None] * n
-        errors: list[str | None] = [None] * n
         kwargs = {"return_named_type": True} if self.convert is not None else {}
-        reader = self.reader
+        reader, convert, read = self.reader, self.convert, fastavro.schemaless_reader
+        buf = io.BytesIO(data)      # one buffer for the batch: no copy per payload
         for i in range(n):
-            payload, start = payloads[i], starts[i]
-            if payload is None or start < 0:
+            start = starts[i]
+            if start < 0:
                 continue
-            writer = self.writer(schema_ids[i])
+            end = ends[i]
+            writer = self.writers.get(schema_ids[i]) or self.writer(schema_ids[i])
             if writer is None:
                 errors[i] = f"unknown schema id {schema_ids[i]}"
                 continue
             if writer == "bytes":       # Confluent writes a top-level bytes value raw
-                values[i] = payload[start:]
+                values[i] = data[start:end]
                 continue
-            buf = io.BytesIO(payload)
             buf.seek(start)
             try:
-                value = fastavro.schemaless_reader(buf, writer,
-                                                   None if writer is reader else reader,
-                                                   **kwargs)
-            except SchemaResolutionError as err:     # a writer of another subject
-                errors[i] = str(self._mismatch(schema_ids[i], err))
+                value = read(buf, writer, None if writer is reader else reader, **kwargs)
+                if buf.tell() != end:
+                    raise EOFError
+                if convert is not None:
+                    value = convert(value)
+            except Exception:
+                # Bodies lie back to back in `data`, so a short one reads on into the next:
+                # decoded again alone, it says what it is.
+                values[i], errors[i] = self._isolated(data[start:end], schema_ids[i], writer,
+                                                      kwargs)
                 continue
-            except (EOFError, StopIteration, IndexError):    # fastavro read past the end
-                errors[i] = (f"truncated: the body ends before the record does "
-                             f"({len(payload) - start} bytes)")
-                continue
-            except Exception as err:    # fastavro's other complaints (bad varint, UTF-8...)
-                errors[i] = f"not a value of its schema: {type(err).__name__}: {err}"
-                continue
-            left = len(payload) - buf.tell()
-            if left:
-                errors[i] = (f"{left} bytes left after the record: not written with "
-                             f"schema id {schema_ids[i]}")
-                continue
-            if self.convert is not None:
-                try:
-                    value = self.convert(value)
-                except MalformedValueError as err:
-                    errors[i] = str(err)
-                    continue
             values[i] = value
         return Decoded(self._to_arrow(values, errors), errors)
+
+    def _isolated(self, body: bytes, schema_id, writer, kwargs) -> tuple[object, str | None]:
+        """One body decoded on its own: (value, None), or (None, why it does not decode)."""
+        buf = io.BytesIO(body)
+        try:
+            value = fastavro.schemaless_reader(
+                buf, writer, None if writer is self.reader else self.reader, **kwargs)
+        except SchemaResolutionError as err:     # a writer of another subject
+            return None, str(self._mismatch(schema_id, err))
+        except (EOFError, StopIteration, IndexError):    # fastavro read past the end
+            return None, f"truncated: the body ends before the record does ({len(body)} bytes)"
+        except Exception as err:    # fastavro's other complaints (bad varint, UTF-8...)
+            return None, f"not a value of its schema: {type(err).__name__}: {err}"
+        left = len(body) - buf.tell()
+        if left:
+            return None, (f"{left} bytes left after the record: not written with schema id "
+                          f"{schema_id}")
+        if self.convert is not None:
+            try:
+                value = self.convert(value)
+            except MalformedValueError as err:
+                return None, str(err)
+        return value, None
 
     def _to_arrow(self, values: list, errors: list[str | None]) -> pa.Array:
         """One Arrow array of the final type; a value Arrow refuses (a timestamp beyond

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql.types import DataType, StringType
 
 from .avro_values import AvroDecoder, Decoded
 from .json_values import JsonDecoder
 from .schema_registry import AVRO
-from .wire_format import split_framed
+from .wire_format import binary_buffers, split_framed
 
 
 class StringColumn:
@@ -59,8 +60,11 @@ class AvroColumn:
         self.spark_type = self.decoder.spark_type
 
     def decode(self, payloads: pa.Array) -> tuple[Decoded, list | None]:
-        values = payloads.to_pylist()
-        return self.decoder.decode(values, [None] * len(values), [0] * len(values)), None
+        data, offsets, valid = binary_buffers(payloads)
+        starts = np.where(valid, offsets[:-1], -1).tolist()
+        n = len(starts)
+        return self.decoder.decode(data, starts, offsets[1:].tolist(), [None] * n,
+                                   [None] * n), None
 
 
 class ConfluentColumn:
@@ -85,21 +89,22 @@ class ConfluentColumn:
         self.__init__(*state)
 
     def decode(self, payloads: pa.Array) -> tuple[Decoded, list]:
-        values = payloads.to_pylist()
-        ids, starts, errors = split_framed(values)
+        data, offsets, valid = binary_buffers(payloads)
+        ids, starts, ends, errors = split_framed(data, offsets, valid)
+        types = self.schema_types
         for i, schema_id in enumerate(ids):
-            if schema_id is None or starts[i] < 0:
+            if schema_id is None:
                 continue
-            kind = self.schema_types.get(schema_id)
-            if kind is None:
-                errors[i], starts[i] = f"unknown schema id {schema_id}", -1
-            elif kind != self.reader_type:
-                errors[i], starts[i] = (f"schema id {schema_id} is a {kind} schema, the "
-                                        f"reader schema {self.reader_type}"), -1
+            kind = types.get(schema_id)
+            if kind != self.reader_type:
+                starts[i] = -1
+                errors[i] = f"unknown schema id {schema_id}" if kind is None else (
+                    f"schema id {schema_id} is a {kind} schema, the reader schema "
+                    f"{self.reader_type}")
         if self.reader_type == AVRO:
-            decoded = self.avro.decode(values, ids, starts)
-        else:
-            decoded = self.json.decode(values, starts)
+            return self.avro.decode(data, starts, ends, ids, errors), ids
+        bodies = [None if s < 0 else data[s:e] for s, e in zip(starts, ends)]
+        decoded = self.json.decode(bodies)
         return Decoded(decoded.array, _first(errors, decoded.errors)), ids
 
 

@@ -35,17 +35,15 @@ class JsonDecoder:
         self.arrow_type = to_arrow_type(spark_type, timezone="UTC")
         self.coerce = _coercer(spark_type)
 
-    def decode(self, payloads: Sequence[bytes | None], starts: Sequence[int] | None = None
-               ) -> Decoded:
+    def decode(self, payloads: Sequence[bytes | None]) -> Decoded:
         n = len(payloads)
         values: list = [None] * n
         errors: list[str | None] = [None] * n
         for i, payload in enumerate(payloads):
-            start = 0 if starts is None else starts[i]
-            if payload is None or start < 0:
+            if payload is None:
                 continue
             try:
-                values[i] = self.coerce(json.loads(payload[start:]))
+                values[i] = self.coerce(json.loads(payload))
             except (ValueError, TypeError, InvalidOperation, OverflowError) as err:
                 errors[i] = f"not JSON of type {self.spark_type.simpleString()}: {err}"
         try:

@@ -13,37 +13,56 @@ magic byte 1 and a 16-byte schema GUID, or the id in a record header: not read h
 
 from __future__ import annotations
 
-from typing import Sequence
+import numpy as np
+import pyarrow as pa
 
 MAGIC = 0
 GUID_MAGIC = 1      # Schema Registry 8.0+, opt-in: a 16-byte schema GUID instead of the id
 HEADER_BYTES = 5
 
 
-def split_framed(payloads: Sequence[bytes | None]
-                 ) -> tuple[list[int | None], list[int], list[str | None]]:
-    """(schema ids, body starts, error reasons) per payload; a malformed one has start -1 and a
-    reason, a null one start 0 and neither."""
-    ids: list[int | None] = []
-    starts: list[int] = []
-    errors: list[str | None] = []
-    for payload in payloads:
-        if payload is None:
-            ids.append(None), starts.append(0), errors.append(None)
-        elif len(payload) < HEADER_BYTES:
-            ids.append(None), starts.append(-1)
-            errors.append(f"truncated: {len(payload)} bytes, shorter than the 5-byte Schema "
-                          f"Registry header")
-        elif payload[0] == GUID_MAGIC:
-            ids.append(None), starts.append(-1)
-            errors.append("magic byte 0x01: Schema Registry 8's schema-GUID framing, which "
-                          "segmentlog does not read (it reads the schema-id framing, 0x00)")
-        elif payload[0] != MAGIC:
-            ids.append(None), starts.append(-1)
-            errors.append(f"bad magic byte 0x{payload[0]:02x}: a Schema Registry payload "
-                          f"starts with 0x00")
+def binary_buffers(array: pa.Array) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """(data, offsets, valid) of an Arrow binary array: payload i is
+    data[offsets[i]:offsets[i + 1]] where valid[i]."""
+    n = len(array)
+    if n == 0:
+        return b"", np.zeros(1, np.int64), np.zeros(0, bool)
+    offsets = np.frombuffer(array.buffers()[1], np.int32, n + 1, array.offset * 4)
+    data_buffer = array.buffers()[2]
+    data = b"" if data_buffer is None else data_buffer.to_pybytes()
+    valid = ~np.asarray(array.is_null(), bool)
+    return data, offsets.astype(np.int64), valid
+
+
+def split_framed(data: bytes, offsets: np.ndarray, valid: np.ndarray
+                 ) -> tuple[list[int | None], list[int], list[int], list[str | None]]:
+    """(schema ids, body starts, body ends, error reasons) per payload: a body's start is -1
+    for a null payload (no reason) and a malformed one (with its reason)."""
+    n = len(valid)
+    starts, ends = offsets[:-1], offsets[1:]
+    lengths = ends - starts
+    raw = np.frombuffer(data, np.uint8) if data else np.zeros(1, np.uint8)
+    framed = valid & (lengths >= HEADER_BYTES)
+    head = np.where(framed, starts, 0)
+    magic = np.where(framed, raw[np.minimum(head, len(raw) - 1)], MAGIC)
+    ok = framed & (magic == MAGIC)
+    ids = np.zeros(n, np.int64)
+    if ok.any():
+        at = head[ok]
+        ids[ok] = (raw[at + 1].astype(np.int64) << 24 | raw[at + 2].astype(np.int64) << 16
+                   | raw[at + 3].astype(np.int64) << 8 | raw[at + 4].astype(np.int64))
+        ids[ok] = np.where(ids[ok] >= 2**31, ids[ok] - 2**32, ids[ok])   # int32, signed
+    errors: list[str | None] = [None] * n
+    for i in np.flatnonzero(valid & ~ok).tolist():
+        if lengths[i] < HEADER_BYTES:
+            errors[i] = (f"truncated: {int(lengths[i])} bytes, shorter than the 5-byte Schema "
+                         f"Registry header")
+        elif magic[i] == GUID_MAGIC:
+            errors[i] = ("magic byte 0x01: Schema Registry 8's schema-GUID framing, which "
+                         "segmentlog does not read (it reads the schema-id framing, 0x00)")
         else:
-            ids.append(int.from_bytes(payload[1:HEADER_BYTES], "big", signed=True))
-            starts.append(HEADER_BYTES)
-            errors.append(None)
-    return ids, starts, errors
+            errors[i] = (f"bad magic byte 0x{int(magic[i]):02x}: a Schema Registry payload "
+                         f"starts with 0x00")
+    body = np.where(ok, starts + HEADER_BYTES, -1)
+    id_list = [int(x) if good else None for x, good in zip(ids.tolist(), ok.tolist())]
+    return id_list, body.tolist(), ends.tolist(), errors
