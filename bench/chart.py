@@ -182,6 +182,8 @@ def draw(results: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     drawn = panels(results)
+    if not drawn:       # a partial run (one bench) may fill no panel
+        return
     columns = 2
     rows = -(-len(drawn) // columns)
     fig, axes = plt.subplots(rows, columns, figsize=(13, 3.9 * rows), squeeze=False)

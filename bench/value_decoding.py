@@ -33,16 +33,16 @@ per-core rate whatever else shares the 2 cores.
 
 Ratios are of records/s (above 1: the first is faster), medians of the per-repetition ratios of
 sides run back to back. Where the time goes: cProfile of one decode of every chunk (fastavro's
-Cython reader seen through a Python wrapper), the top PROFILE_TOP by own time; and the decode's
-steps timed one by one without the profiler.
+Cython reader seen through a Python wrapper), the top PROFILE_TOP by own time; the decode's
+steps timed one by one without the profiler, and the decode with the cyclic GC off.
 
-    python -m bench.value_decoding             # bench/results/value_decoding.{json,md}
-    python -m bench.value_decoding profile 25  # cProfile of the event decode, the top 25
+    python -m bench.value_decoding     # bench/results/value_decoding.{json,md}; bench/run.py
 """
 
 from __future__ import annotations
 
 import cProfile
+import gc
 import hashlib
 import io
 import json
@@ -86,6 +86,8 @@ PREPARED = "fastavro, prepared schema"
 OURS = "segmentlog"
 AVRO, BINARY = "confluent-avro", "binary"
 RESOLVING_STEP = "resolving: fastavro from version 1 to version 2"
+DECODE_STEP = "ConfluentColumn.decode"
+GC_OFF_STEP = "the same with the cyclic garbage collector off"
 
 
 # -- data ------------------------------------------------------------------------------------
@@ -118,17 +120,13 @@ def schemas() -> dict[str, tuple[dict, dict]]:
     return {k: (v, dict(v, fields=v["fields"] + [added[k]])) for k, v in v1.items()}
 
 
-def _uuid(rnd: random.Random) -> str:
-    return str(uuid.UUID(int=rnd.getrandbits(128), version=4))
-
-
 def event_datum(rnd: random.Random, i: int) -> dict:
     status = rnd.choices(("COMPLETED", "CANCELLED", "FAILED"), weights=(90, 6, 4))[0]
     failures = [] if status == "COMPLETED" else \
         ["Payment with id could not be processed: insufficient credit",
          f"customer credit history entry {rnd.randrange(10**6)} rejected"][:rnd.randint(1, 2)]
-    return {"id": _uuid(rnd), "sagaId": _uuid(rnd), "paymentId": _uuid(rnd),
-            "customerId": _uuid(rnd), "orderId": _uuid(rnd),
+    ids = (str(uuid.UUID(int=rnd.getrandbits(128), version=4)) for _ in range(5))
+    return {**dict(zip(("id", "sagaId", "paymentId", "customerId", "orderId"), ids)),
             "price": Decimal(rnd.randrange(100, 10**7)).scaleb(-2),
             "createdAt": BASE_MS + 37 * i, "paymentStatus": status,
             "failureMessages": failures}
@@ -236,8 +234,8 @@ def checked(decoded: list, expected_rows: int, what: str) -> None:
 
 def in_turns(sides: dict[str, tuple[Callable, Callable]], records: int, repetitions: int,
              checks: dict[str, Callable] | None = None) -> tuple[dict, dict]:
-    """records/s by wall and by CPU time of each side: (warm-up, measured) callables; one
-    warm-up each, then the sides in turn; `checks[side]` sees that side's first output."""
+    """records/s (wall, CPU) of (warm-up, measured) callables, in turns after the warm-ups;
+    `checks[side]` sees that side's first output."""
     for warm, _ in sides.values():
         warm()
     wall: dict[str, list[float]] = {s: [] for s in sides}
@@ -258,8 +256,7 @@ def one_process(name: str, data_dir: Path, payloads: list[bytes], versions: tupl
                 repetitions: int) -> list[dict]:
     from segmentlog_source.values.avro_values import parse
 
-    v1, v2 = versions
-    topic = TOPICS[name]
+    (v1, v2), topic = versions, TOPICS[name]
     size = chunk_records(data_dir, topic)
     warm = payloads[:WARMUP_RECORDS]
     arrays, warm_arrays = chunks(payloads, size), chunks(warm, size)
@@ -290,12 +287,12 @@ def one_process(name: str, data_dir: Path, payloads: list[bytes], versions: tupl
     if PREPARED in sides:
         ratios[f"{OURS} / {PREPARED}"] = ratio(wall, OURS, PREPARED)
     micro = {s: 1e6 / statistics.median(wall[s]) for s in sides}
-    beyond = micro[OURS] - micro[PREPARED if PREPARED in sides else FASTAVRO]
+    ref = PREPARED if PREPARED in sides else FASTAVRO
     rows = [case(f"value decoding: {name}, one process, writer schema = reader schema",
                  data=data, repetitions=repetitions, unit="records/s",
                  raw={s: wall[s] for s in same_sides}, ratios=ratios,
                  notes="µs per record: " + ", ".join(f"{s} {micro[s]:.2f}" for s in same_sides)
-                       + f"; segmentlog beyond the fastavro call it makes: {beyond:.2f} µs"
+                       + f"; segmentlog's own cost beyond {ref}: {micro[OURS] - micro[ref]:.2f} µs"
                        + by_cpu, cpu_records_per_s=cpu, chunk_records=size, schema=name,
                  mean_payload_bytes=size_b)]
     res_f, res_s = f"{FASTAVRO}, resolving", f"{OURS}, resolving"
@@ -312,10 +309,12 @@ def one_process(name: str, data_dir: Path, payloads: list[bytes], versions: tupl
 
 # -- where the time goes ---------------------------------------------------------------------
 
-def profiled(column, arrays: list[pa.Array]) -> pstats.Stats:
-    """cProfile of decoding `arrays`, fastavro's Cython reader called through a Python wrapper
-    so that its own time shows (cProfile sees no Cython frames)."""
-    real = fastavro.schemaless_reader
+def profile_case(name: str, data_dir: Path, payloads: list[bytes]) -> dict:
+    """cProfile of one decode of every chunk, fastavro's Cython reader called through a Python
+    wrapper so that its own time shows (cProfile sees no Cython frames); and steps()."""
+    topic, real = TOPICS[name], fastavro.schemaless_reader
+    arrays = chunks(payloads, chunk_records(data_dir, topic))
+    column = confluent_column(data_dir, topic)
 
     def schemaless_reader(*args, **kwargs):
         return real(*args, **kwargs)
@@ -328,83 +327,77 @@ def profiled(column, arrays: list[pa.Array]) -> pstats.Stats:
         profiler.disable()
     finally:
         fastavro.schemaless_reader = real
-    return pstats.Stats(profiler)
-
-
-def top_costs(stats: pstats.Stats, top: int = PROFILE_TOP) -> list[dict]:
-    """The `top` functions by own time, with their share of the profiled total."""
-    total = stats.total_tt
-    out = []
+    stats = pstats.Stats(profiler)
+    top = []
     for (path, line, func), (_, calls, own, cumulative, _) in sorted(
-            stats.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:top]:
+            stats.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:PROFILE_TOP]:
         where = func if path == "~" else f"{path.replace(f'{REPO}/', '')}:{line}({func})"
         if func == "schemaless_reader" and path == __file__:
             where = "fastavro.schemaless_reader (Cython, through the wrapper)"
-        out.append({"function": where, "calls": calls, "own_s": round(own, 4),
-                    "cumulative_s": round(cumulative, 4), "share": round(own / total, 3)})
-    return out
-
-
-def profile_case(name: str, data_dir: Path, payloads: list[bytes]) -> dict:
-    topic = TOPICS[name]
-    arrays = chunks(payloads, chunk_records(data_dir, topic))
-    column = confluent_column(data_dir, topic)
-    stats = profiled(column, arrays)
-    return {"schema": name, "records": len(payloads), "seconds_under_profile":
-            round(stats.total_tt, 3), "top": top_costs(stats),
+        top.append({"function": where, "calls": calls, "own_s": round(own, 4),
+                    "cumulative_s": round(cumulative, 4), "share": round(own / stats.total_tt, 3)})
+    return {"schema": name, "records": len(payloads), "top": top,
+            "seconds_under_profile": round(stats.total_tt, 3),
             "steps_us": steps(column, confluent_column(data_dir, f"{topic}-evolved"), arrays,
                               SCHEMAS[name][0])}
 
 
 def steps(column, resolving, arrays: list[pa.Array], writer_id: int) -> dict[str, float]:
-    """µs per record of the steps of ConfluentColumn.decode timed one by one (CPU time, the
-    best of 2), free of the profiler's per-call cost; and fastavro's resolving call."""
-    from segmentlog_source.values.wire_format import split_framed
-
-    avro, evolved_avro = column.avro, resolving.avro
+    """CPU µs per record of ConfluentColumn.decode; of it with the cyclic garbage collector off,
+    and so of its steps timed one by one on the same chunks (best of 2, no profiler), and of
+    fastavro's call resolving version 1 to version 2."""
+    avro, n = column.avro, sum(len(a) for a in arrays)
     kwargs = {"return_named_type": True} if avro.convert is not None else {}
-    lists = [a.to_pylist() for a in arrays]
-    n = sum(map(len, lists))
 
-    def calls(writer, reader) -> list[list]:
+    def calls(values: list, writer, reader) -> list:
         out = []
-        for values in lists:
-            out.append([])
-            for p in values:
-                buf = io.BytesIO(p)
-                buf.seek(5)
-                out[-1].append(fastavro.schemaless_reader(buf, writer, reader, **kwargs))
-                buf.tell()
+        for p in values:
+            buf = io.BytesIO(p)
+            buf.seek(5)
+            out.append(fastavro.schemaless_reader(buf, writer, reader, **kwargs))
+            buf.tell()
         return out
 
-    def best(fn) -> tuple[float, object]:
-        times = []
+    def chunkwise(*stages: Callable, collect: bool = True) -> list[float]:
+        """Best of 2 of each stage's µs per record, chunk by chunk, each stage given the output
+        of the one before (so that as few values are alive at once as in the decoder)."""
+        runs = []
         for _ in range(2):
-            start = time.process_time()
-            out = fn()
-            times.append(time.process_time() - start)
-        return round(min(times) / n * 1e6, 2), out
+            spent = [0.0] * len(stages)
+            for array in arrays:
+                value = array
+                for k, stage in enumerate(stages):
+                    start = time.process_time()
+                    if not collect:
+                        gc.disable()
+                    value = stage(value)
+                    if not collect:
+                        gc.enable()
+                    spent[k] += time.process_time() - start
+            runs.append(spent)
+        return [round(min(r[k] for r in runs) / n * 1e6, 2) for k in range(len(stages))]
 
-    got = {"to_pylist + framing (split_framed)":
-           best(lambda: [split_framed(a.to_pylist()) for a in arrays])[0]}
-    got["fastavro.schemaless_reader as the decoder calls it"], values = best(
-        lambda: calls(avro.reader, None))
+    stages = {"the payloads as Python bytes (to_pylist)": lambda array: array.to_pylist(),
+              "fastavro.schemaless_reader on each body":
+              lambda values: calls(values, avro.reader, None)}
     if avro.convert is not None:
-        got["the converter (decimals from their unscaled bytes)"], values = best(
-            lambda: [[avro.convert(v) for v in batch] for batch in values])
-    got["the Arrow array of Spark's type (_to_arrow)"] = best(
-        lambda: [avro._to_arrow(batch, [None] * len(batch)) for batch in values])[0]
-    got[RESOLVING_STEP] = best(lambda: calls(evolved_avro.writer(writer_id),
-                                             evolved_avro.reader))[0]
+        stages["the converter (decimals from their unscaled bytes)"] = \
+            lambda values: [avro.convert(v) for v in values]
+    stages["the Arrow array of Spark's type (_to_arrow)"] = \
+        lambda values: avro._to_arrow(values, [None] * len(values))
+    got = {DECODE_STEP: chunkwise(column.decode)[0],
+           GC_OFF_STEP: chunkwise(column.decode, collect=False)[0]}
+    got.update(zip(stages, chunkwise(*stages.values(), collect=False)))
+    got[RESOLVING_STEP] = chunkwise(lambda a: a.to_pylist(), lambda values: calls(
+        values, resolving.avro.writer(writer_id), resolving.avro.reader), collect=False)[1]
     return got
 
 
 # -- Spark -----------------------------------------------------------------------------------
 
 def spark_cpu_seconds(spark) -> float | None:
-    """CPU seconds used so far by Spark's JVM and its Python workers (the JVM's process tree;
-    workers that exited count once their parent has reaped them). On 2 cores shared with other
-    work, wall time says how many cores a query got as much as what it cost; this does not."""
+    """CPU seconds used so far by Spark's JVM and its Python workers (its process tree, exited
+    workers once reaped): unlike wall time, not raised by other work on the shared cores."""
     proc = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
     if proc is None:
         return None
@@ -433,15 +426,15 @@ def spark_rows(data_dir: Path, repetitions: int, one_process_rows: list[dict]) -
     records = RECORDS * SPARK_COPIES
     rows = []
     for name, topic in TOPICS.items():
+        def load(fmt: str):
+            return (spark.read.format("segmentlog").option("valueFormat", fmt)
+                    .option("subscribe", topic).load(str(data_dir)))
+
         def consume(fmt: str) -> Callable[[], None]:
-            df = (spark.read.format("segmentlog").option("valueFormat", fmt)
-                  .option("subscribe", topic).load(str(data_dir)))
-            df = df.select("value_decoded.*") if fmt == AVRO else df.select("value")
+            df = load(fmt).select("value_decoded.*" if fmt == AVRO else "value")
             return lambda: df.write.format("noop").mode("overwrite").save()
 
-        bad = (spark.read.format("segmentlog").option("valueFormat", AVRO)
-               .option("subscribe", topic).load(str(data_dir))
-               .where("value_error is not null or value_decoded is null").count())
+        bad = load(AVRO).where("value_error is not null or value_decoded is null").count()
         if bad:                        # (and the warm-up of the decoding side)
             raise AssertionError(f"{bad} of the {name} records did not decode in Spark")
         consume(BINARY)()
@@ -457,7 +450,8 @@ def spark_rows(data_dir: Path, repetitions: int, one_process_rows: list[dict]) -
                     cpu[side].append(records / (spark_cpu_seconds(spark) - before))
         ours, binary = f"valueFormat={AVRO}", f"valueFormat={BINARY}"
         ratios = {f"{ours} / binary": ratio(wall, ours, binary)}
-        notes = "consumed by write.format('noop'); records/s by wall time"
+        notes = (f"consumed by write.format('noop'); {load(AVRO).rdd.getNumPartitions()} Spark "
+                 "partition(s) as planned by default; records/s by wall time")
         per_core, how = statistics.median(wall[ours]) / 2, "per core (wall / 2)"
         if all(cpu.values()):
             ratios[f"{ours} / binary, by CPU"] = ratio(cpu, ours, binary)
@@ -498,20 +492,24 @@ def where_the_time_goes(rows: list[dict]) -> str:
              "cProfile of one ConfluentColumn.decode of every chunk, writer = reader schema, the "
              f"top {PROFILE_TOP} by own time (fastavro's Cython reader timed through a Python "
              "wrapper; the profiler's per-call cost inflates small Python functions, so shares "
-             "are approximate); then the decode's steps timed one by one, unprofiled.", ""]
+             "are approximate); then the decode timed with the cyclic garbage collector on and "
+             "off, and its steps one by one, unprofiled.", ""]
     for r in (r for r in rows if r.get("profile")):
-        p, total = r["profile"], 1e6 / statistics.median(r["cpu_records_per_s"][OURS])
+        p = r["profile"]
         lines += [f"**{p['schema']}** ({p['records']:,} records, {p['seconds_under_profile']} s "
                   "under the profiler):", "", "| function | calls | own s | share |",
                   "|---|---|---|---|"] + [
                   f"| `{t['function']}` | {t['calls']:,} | {t['own_s']:.3f} | {t['share']:.0%} |"
                   for t in p["top"]]
-        parts = {k: v for k, v in p["steps_us"].items() if k != RESOLVING_STEP}
-        lines += ["", f"Step by step (CPU µs per record): ConfluentColumn.decode {total:.2f} = "
-                  + " + ".join(f"{k} {v:.2f}" for k, v in parts.items())
-                  + f" + the rest (its loops, per-row checks) {total - sum(parts.values()):.2f}."
-                  f" {RESOLVING_STEP[0].upper()}{RESOLVING_STEP[1:]} "
-                  f"{p['steps_us'][RESOLVING_STEP]:.2f}.", ""]
+        got = p["steps_us"]
+        parts = {k: v for k, v in got.items()
+                 if k not in (RESOLVING_STEP, DECODE_STEP, GC_OFF_STEP)}
+        total, off = got[DECODE_STEP], got[GC_OFF_STEP]
+        lines += ["", f"Step by step (CPU µs per record, best of 2): {DECODE_STEP} {total:.2f}, "
+                  f"{GC_OFF_STEP} {off:.2f} (so the collector takes {total - off:.2f}); the "
+                  "steps, collector off: " + " + ".join(f"{k} {v:.2f}" for k, v in parts.items())
+                  + f" + the rest (framing, loops, row checks) {off - sum(parts.values()):.2f}; "
+                  f"{RESOLVING_STEP} {got[RESOLVING_STEP]:.2f}, collector off.", ""]
     return "\n".join(lines)
 
 
@@ -539,10 +537,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["profile"]:       # the event decode's top costs, for a closer look
-        data_dir, payloads = dataset(schemas())
-        arrays = chunks(payloads["event"], chunk_records(data_dir, TOPICS["event"]))
-        stats = profiled(confluent_column(data_dir, TOPICS["event"]), arrays)
-        stats.sort_stats("tottime").print_stats(*map(int, sys.argv[2:3]))
-    else:
-        main()
+    main()
