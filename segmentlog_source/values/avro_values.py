@@ -11,7 +11,9 @@ a malformed row.
 
 from __future__ import annotations
 
+import gc
 import io
+import json
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -58,6 +60,7 @@ class AvroDecoder:
         self.build_type, self.final_type = arrow_types(reader)
         self.writer_texts = dict(writers)
         self.writers: dict[int | None, dict] = {}
+        self.defaults: dict[int | None, dict] = {}     # writers read without resolution
         converts = needs_conversion(_parsed(reader))
         self.convert: Callable | None = converter(_parsed(reader)) if converts else None
 
@@ -72,6 +75,10 @@ class AvroDecoder:
         if parsed is None and schema_id in self.writer_texts:
             text = self.writer_texts[schema_id]
             parsed = self.reader if text == self.reader_text else parse(text)
+            if parsed is not self.reader:
+                defaults = defaults_only(_parsed(text), _parsed(self.reader_text))
+                if defaults is not None:
+                    self.defaults[schema_id] = defaults
             self.writers[schema_id] = parsed
         return parsed
 
@@ -107,6 +114,22 @@ class AvroDecoder:
         kwargs = {"return_named_type": True} if self.convert is not None else {}
         reader, convert, read = self.reader, self.convert, fastavro.schemaless_reader
         buf = io.BytesIO(data)      # one buffer for the batch: no copy per payload
+        # The loop makes no reference cycles, but its many new dicts and lists keep waking the
+        # cycle collector: ~25% of the time for records holding lists or records.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            self._loop(data, starts, ends, schema_ids, errors, values, buf, reader, convert,
+                       read, kwargs)
+        finally:
+            if collecting:
+                gc.enable()
+        return Decoded(self._to_arrow(values, errors), errors)
+
+    def _loop(self, data, starts, ends, schema_ids, errors, values, buf, reader, convert, read,
+              kwargs) -> None:
+        n = len(starts)
+        defaults = self.defaults
         for i in range(n):
             start = starts[i]
             if start < 0:
@@ -121,7 +144,12 @@ class AvroDecoder:
                 continue
             buf.seek(start)
             try:
-                value = read(buf, writer, None if writer is reader else reader, **kwargs)
+                shortcut = defaults.get(schema_ids[i])
+                if shortcut is None:
+                    value = read(buf, writer, None if writer is reader else reader, **kwargs)
+                else:
+                    value = read(buf, writer, None, **kwargs)
+                    value.update(shortcut)
                 if buf.tell() != end:
                     raise EOFError
                 if convert is not None:
@@ -133,7 +161,6 @@ class AvroDecoder:
                                                       kwargs)
                 continue
             values[i] = value
-        return Decoded(self._to_arrow(values, errors), errors)
 
     def _isolated(self, body: bytes, schema_id, writer, kwargs) -> tuple[object, str | None]:
         """One body decoded on its own: (value, None), or (None, why it does not decode)."""
@@ -179,3 +206,51 @@ class AvroDecoder:
 
     def _cast(self, array: pa.Array) -> pa.Array:
         return array if self.build_type == self.final_type else array.cast(self.final_type)
+
+
+_PLAIN_DEFAULTS = {"boolean": bool, "int": int, "long": int, "float": (int, float),
+                   "double": (int, float), "string": str}
+
+
+def defaults_only(writer, reader) -> dict | None:
+    """The defaults to add when `writer` differs from `reader` only by top-level fields the
+    reader adds with a null or plain default (or fields it drops): then a payload is read with
+    its writer schema alone and completed, ~1.6-1.9x faster than fastavro's resolution. None
+    when resolution is needed (or anything is less simple than that)."""
+    if not (isinstance(writer, dict) and isinstance(reader, dict)
+            and writer.get("type") == reader.get("type") == "record"
+            and writer.get("name") == reader.get("name")
+            and writer.get("namespace") == reader.get("namespace")):
+        return None
+    written = {f["name"]: f for f in writer["fields"]}
+    added = {}
+    for field in reader["fields"]:
+        if field.get("aliases"):
+            return None
+        if field["name"] in written:
+            if _canonical(written[field["name"]]["type"]) != _canonical(field["type"]):
+                return None
+            continue
+        if "default" not in field:
+            return None
+        kind, default = field["type"], field["default"]
+        if isinstance(kind, list):
+            kind = kind[0] if kind else None
+        if default is None and kind == "null":
+            added[field["name"]] = None
+        elif isinstance(kind, str) and _fits(kind, default):
+            added[field["name"]] = float(default) if kind in ("float", "double") else default
+        else:
+            return None
+    return added
+
+
+def _fits(kind: str, default) -> bool:
+    if kind == "boolean":
+        return isinstance(default, bool)
+    return (kind in _PLAIN_DEFAULTS and not isinstance(default, bool)
+            and isinstance(default, _PLAIN_DEFAULTS[kind]))
+
+
+def _canonical(schema) -> str:
+    return json.dumps(prepared(schema), sort_keys=True)
