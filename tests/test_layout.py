@@ -75,3 +75,14 @@ def test_no_module_passes_550_lines(path):
     lines = len(path.read_text().splitlines())
     assert lines <= MAX_MODULE_LINES, f"{path.relative_to(REPO)} has {lines} lines: split it " \
                                       "where its parts meet"
+
+
+MAX_LINE = 100
+
+
+def test_no_line_passes_100_columns():
+    long = [f"{p.relative_to(REPO)}:{i}" for folder in ("segmentlog_source", "tests", "bench")
+            for p in sorted((REPO / folder).rglob("*.py"))
+            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+            if len(line) > MAX_LINE]
+    assert long == [], f"lines over {MAX_LINE} columns: {long}"

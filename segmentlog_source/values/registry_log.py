@@ -14,8 +14,10 @@ SchemaRegistry, in offset order, the way the registry's store reader applies it.
 A hard-deleted version's schema id is forgotten once no subject version uses it, as the
 registry forgets it (its values no longer decode there either). Subjects of a non-default
 context (":.ctx:subject") keep their versions but give no ids: ids are numbered per context,
-and payloads name none, so only the default context's ids are the ones payloads carry. A record that is not JSON, or a SCHEMA value without its fields, is corrupt data: the
-snapshot would otherwise lack a schema silently.
+and payloads name none, so only the default context's ids are the ones payloads carry.
+
+A record that is not JSON, or a SCHEMA value without its fields, is corrupt data: the snapshot
+would otherwise lack a schema silently.
 """
 
 from __future__ import annotations

@@ -99,7 +99,8 @@ def evidence_contradicts(data: str, partition: str, batches: list[dict]) -> str 
         # the cleaner removed nothing at or past its checkpoint: no gap may reach past it
         for before, after in zip(batches, batches[1:]):
             if after["first"] > before["last"] + 1 and after["first"] > dirty:
-                return f"cleaner-offset-checkpoint ({dirty}) against the gap before {after['first']}"
+                return (f"cleaner-offset-checkpoint ({dirty}) against the gap before "
+                        f"{after['first']}")
     for name in os.listdir(data):
         file = os.path.join(data, name)
         if name.endswith("-checkpoint") and os.path.isfile(file) and end is not None:

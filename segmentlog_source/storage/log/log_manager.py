@@ -40,8 +40,8 @@ from .topic_configs import topic_log_config
 
 DATA_DIR_LOCK = ".lock"        # the broker's own data-directory lock (and the committer's)
 DEFAULT_LOCK_TIMEOUT_MS = 60_000
-MAX_CLEANING_PASSES = 10_000
-CHECKPOINTS = (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, CLEANER_OFFSET_CHECKPOINT)   # each pass maps at least one record; a guard, not a limit
+MAX_CLEANING_PASSES = 10_000    # each pass maps at least one record; a guard, not a limit
+CHECKPOINTS = (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, CLEANER_OFFSET_CHECKPOINT)
 
 
 @dataclass
