@@ -23,7 +23,6 @@ Target (issue 17): segmentlog is not slower than the broker path, segmentlog / k
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 import time
@@ -31,7 +30,7 @@ import time
 from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
-from .common import DATA, RESULTS, case, machine_info, ratio, spark_session, take_turns, timed
+from .common import DATA, case, ratio, spark_session, take_turns, timed
 
 RECORDS = 5_000_000
 PARTITIONS = 4
@@ -165,20 +164,11 @@ def write_case(spark, broker, records: int, repetitions: int) -> dict:
 
 
 def main() -> None:
-    from .run import markdown
+    from .run import write_alone
 
     started = time.perf_counter()
     rows = run()
-    total = time.perf_counter() - started
-    machine = machine_info()
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "kafka_peer.json").write_text(json.dumps(
-        {"machine": machine, "total_seconds": round(total, 1), "cases": rows}, indent=1,
-        default=str))
-    table = markdown(rows, machine, total).replace("`make bench` took",
-                                                   "`python -m bench.kafka_peer` took")
-    (RESULTS / "kafka_peer.md").write_text(table)
-    print(table)
+    write_alone("kafka_peer", rows, time.perf_counter() - started)
 
 
 if __name__ == "__main__":

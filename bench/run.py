@@ -101,6 +101,24 @@ def _num(value: float, unit: str = "") -> str:
     return f"{text} {unit}".strip()
 
 
+def write_alone(stem: str, rows: list[dict], total: float, *, phrases: dict | None = None,
+                after: str = "") -> None:
+    """bench/results/<stem>.json and .md of one bench run alone (`python -m bench.<stem>`);
+    `phrases`: words of the table's header to change, `after`: text that follows the table."""
+    machine = machine_info()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{stem}.json").write_text(json.dumps(
+        {"machine": machine, "total_seconds": round(total, 1), "cases": rows}, indent=1,
+        default=str))
+    table = markdown(rows, machine, total).replace("`make bench` took",
+                                                   f"`python -m bench.{stem}` took")
+    for old, new in (phrases or {}).items():
+        table = table.replace(old, new)
+    table += after
+    (RESULTS / f"{stem}.md").write_text(table)
+    print(table)
+
+
 def markdown(rows: list[dict], machine: dict, total_s: float) -> str:
     header = (f"Measured {machine['date']} on {machine['cores']} cores ({machine['cpu']}), "
               f"{machine['memory_gb']} GB, Python {machine['python']}, PySpark "

@@ -62,8 +62,7 @@ from typing import Callable
 import fastavro
 import pyarrow as pa
 
-from .common import (DATA, REPO, RESULTS, case, log_bytes, machine_info, ratio,
-                     spark_session, stop_spark)
+from .common import DATA, REPO, case, log_bytes, ratio, spark_session, stop_spark
 
 RECORDS = 200_000
 WARMUP_RECORDS = 10_000
@@ -514,26 +513,16 @@ def where_the_time_goes(rows: list[dict]) -> str:
 
 
 def main() -> None:
-    from .run import markdown
+    from .run import write_alone
 
     started = time.perf_counter()
     try:
         rows = run()
     finally:
         stop_spark()
-    total = time.perf_counter() - started
-    machine = machine_info()
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "value_decoding.json").write_text(json.dumps(
-        {"machine": machine, "total_seconds": round(total, 1), "cases": rows}, indent=1,
-        default=str))
-    table = markdown(rows, machine, total).replace(
-        "`make bench` took", "`python -m bench.value_decoding` took").replace(
-        "a timing ratio is the median", "a ratio (of records/s: above 1, the first is faster) "
-        "is the median")
-    table += where_the_time_goes(rows)
-    (RESULTS / "value_decoding.md").write_text(table)
-    print(table)
+    write_alone("value_decoding", rows, time.perf_counter() - started, phrases={
+        "a timing ratio is the median": "a ratio (of records/s: above 1, the first is faster) "
+                                        "is the median"}, after=where_the_time_goes(rows))
 
 
 if __name__ == "__main__":
