@@ -15,7 +15,7 @@ REPETITIONS runs; records/s by wall time, by CPU time in the notes):
 * fastavro alone: `[schemaless_reader(BytesIO(p[5:]), parsed) for p in payloads]` with the
   schema as registered, logical types and all: what a user's own UDF gets.
 * fastavro, prepared schema (event only; the wide one has no logical types): the same loop on
-  the schema segmentlog gives fastavro (avro_types.prepared: logical types left to Arrow).
+  the schema segmentlog gives fastavro (avro_reading.prepared: logical types left to Arrow).
 * segmentlog: ConfluentColumn.decode on Arrow binary chunks as big as a read of a local log
   gets (one 2 MiB read-ahead chunk of batches, ~9,500 records; DECODE_BYTES is the cap), the
   decoder built by values/build.py's build_decoding from the `_schemas` topic as a read builds
@@ -253,7 +253,7 @@ def in_turns(sides: dict[str, tuple[Callable, Callable]], records: int, repetiti
 
 def one_process(name: str, data_dir: Path, payloads: list[bytes], versions: tuple,
                 repetitions: int) -> list[dict]:
-    from segmentlog_source.values.avro_values import parse
+    from segmentlog_source.values.avro_reading import fastavro_schema as parse
 
     (v1, v2), topic = versions, TOPICS[name]
     size = chunk_records(data_dir, topic)

@@ -21,18 +21,12 @@ SchemaConverters), and the form of each schema fastavro decodes fastest into Arr
 Every Spark field is declared nullable: a malformed row leaves the whole struct null, and Spark
 must not trust a NOT NULL it cannot check. Recursive schemas have no Spark type and are refused.
 
-fastavro decodes a *prepared* schema: the same schema with the logical types removed, so
-time values go into Arrow timestamp, date and time arrays as their ints instead of through
-Python datetimes, uuid stays a plain string, and decimals are made here from their unscaled
-bytes: fastavro rounds a decimal with more digits than its precision to fit (12345 at
-decimal(4,2) reads 123.4), where Spark calls the value malformed, and so does segmentlog.
+How fastavro's values become these types is avro_reading.py's part.
 """
 
 from __future__ import annotations
 
 import json
-from decimal import Decimal
-from typing import Callable
 
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_type
@@ -49,9 +43,6 @@ PRIMITIVES: dict[str, DataType] = {
 }
 TIMESTAMPS = {"timestamp-millis": ("ms", True), "timestamp-micros": ("us", True),
               "local-timestamp-millis": ("ms", False), "local-timestamp-micros": ("us", False)}
-# Logical types left to Arrow (or to nothing): removed from the schema fastavro reads.
-STRIPPED_LOGICAL = frozenset(TIMESTAMPS) | {"date", "uuid", "time-millis", "time-micros",
-                                            "decimal"}
 NAMED = ("record", "enum", "fixed")
 MAX_DECIMAL_PRECISION = 38
 
@@ -227,188 +218,3 @@ def _member_struct(members: list) -> bool:
     """Whether a union's non-null members become Spark's member0.. struct."""
     kinds = {_plain_kind(m) for m in members}
     return len(members) > 1 and not (kinds <= {"int", "long"} or kinds <= {"float", "double"})
-
-
-def prepared(schema) -> object:
-    """`schema` with the logical types Arrow converts better removed (see the module doc)."""
-    if isinstance(schema, list):
-        return [prepared(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: v for k, v in schema.items()}
-    if out.get("logicalType") in STRIPPED_LOGICAL:
-        del out["logicalType"]
-    if out.get("type") == "record":
-        out["fields"] = [dict(f, type=prepared(f["type"])) for f in out["fields"]]
-    elif out.get("type") == "array":
-        out["items"] = prepared(out["items"])
-    elif out.get("type") == "map":
-        out["values"] = prepared(out["values"])
-    elif isinstance(out.get("type"), (dict, list)):
-        out["type"] = prepared(out["type"])
-    return out
-
-
-def needs_conversion(schema, walk: _Walk | None = None, namespace=None) -> bool:
-    """Whether fastavro's values of the prepared schema need converter(): a union that maps to
-    Spark's member struct (values must be told which branch they took), or a decimal."""
-    walk = walk or _Walk()
-    walk = walk or _Walk()
-    if isinstance(schema, list):
-        members = union_members(schema)
-        if _member_struct(members):
-            return True
-        return any(needs_conversion(m, walk, namespace) for m in members)
-    if isinstance(schema, str) or not isinstance(schema, dict):
-        return False
-    kind = schema.get("type")
-    if schema.get("logicalType") == "decimal" and kind in ("bytes", "fixed"):
-        return True
-    if kind == "record":
-        full = _full_name(schema, namespace)
-        if full in walk.named:
-            return False
-        walk.named[full] = schema
-        return any(needs_conversion(f["type"], walk, namespace) for f in schema["fields"])
-    if kind == "array":
-        return needs_conversion(schema["items"], walk, namespace)
-    if kind == "map":
-        return needs_conversion(schema["values"], walk, namespace)
-    return isinstance(kind, (dict, list)) and needs_conversion(kind, walk, namespace)
-
-
-Convert = Callable[[object], object]
-
-
-def converter(schema) -> Convert:
-    """A function from fastavro's value of the prepared schema (decoded with
-    return_named_type=True, which tags the named branches of unions as (name, value)) to
-    Spark's form: member structs for unions, Decimals made from their unscaled bytes."""
-    return _converter(schema, None, _Walk(), {})
-
-
-def _identity(value):
-    return value
-
-
-def _converter(schema, namespace, walk: _Walk, done: dict) -> Convert:
-    if isinstance(schema, str):
-        if schema in PRIMITIVES:
-            return _identity
-        full = schema if "." in schema else (f"{namespace}.{schema}" if namespace else schema)
-        if full in done:
-            return lambda v: done[full](v)
-        return _converter(walk.lookup(schema, namespace), namespace, walk, done)
-    if isinstance(schema, list):
-        return _union_converter(schema, namespace, walk, done)
-    kind = schema["type"]
-    if schema.get("logicalType") == "decimal" and kind in ("bytes", "fixed"):
-        if kind == "fixed":
-            walk.named[_full_name(schema, namespace)] = schema
-        return _decimal(int(schema["precision"]), int(schema.get("scale", 0)))
-    if kind in NAMED:
-        full = _full_name(schema, namespace)
-        walk.named[full] = schema
-        namespace = full.rsplit(".", 1)[0] if "." in full else None
-        if kind == "record":
-            done[full] = _identity
-            fields = [(f["name"], _converter(f["type"], namespace, walk, done))
-                      for f in schema["fields"]]
-            convert = _record(fields)
-            done[full] = convert
-            return convert
-        return _identity
-    if kind == "array":
-        item = _converter(schema["items"], namespace, walk, done)
-        return _identity if item is _identity else (
-            lambda v: None if v is None else [item(x) for x in v])
-    if kind == "map":
-        value = _converter(schema["values"], namespace, walk, done)
-        return _identity if value is _identity else (
-            lambda v: None if v is None else {k: value(x) for k, x in v.items()})
-    if isinstance(kind, (dict, list)):
-        return _converter(kind, namespace, walk, done)
-    return _identity
-
-
-def _decimal(precision: int, scale: int) -> Convert:
-    limit = 10 ** precision
-
-    def convert(v):
-        if v is None:
-            return None
-        unscaled = int.from_bytes(v, "big", signed=True)
-        if not -limit < unscaled < limit:
-            raise MalformedValueError(f"the decimal {unscaled}e-{scale} has more than "
-                                      f"{precision} digits (decimal({precision}, {scale}))")
-        return Decimal(unscaled).scaleb(-scale)
-    return convert
-
-
-def _record(fields) -> Convert:
-    active = [(name, fn) for name, fn in fields if fn is not _identity]
-    if not active:
-        return _identity
-
-    def convert(v):     # in place: fastavro's dicts are fresh, and copying costs ~10%
-        if v is None:
-            return None
-        for name, fn in active:
-            v[name] = fn(v.get(name))
-        return v
-    return convert
-
-
-def _union_converter(schema: list, namespace, walk: _Walk, done: dict) -> Convert:
-    members = union_members(schema)
-    branches = [(_branch_key(m, namespace), _converter(m, namespace, walk, done))
-                for m in members]
-    as_struct = _member_struct(members)
-
-    def convert(v):
-        if v is None:
-            return None
-        name = None
-        if isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], str):
-            name, v = v
-        i = _pick(branches, name, v)
-        value = branches[i][1](v)
-        if not as_struct:
-            return value
-        return {f"member{j}": (value if j == i else None) for j in range(len(members))}
-    return convert
-
-
-def _branch_key(member, namespace) -> str:
-    """What identifies a union branch in fastavro's output: a named type's full name, else the
-    Avro type name of the value."""
-    if isinstance(member, dict):
-        kind = member.get("type")
-        if kind in NAMED:
-            return _full_name(member, namespace)
-        if isinstance(kind, str):
-            return kind
-        return _branch_key(kind, namespace)
-    if member in PRIMITIVES:
-        return member
-    return member if "." in member else (f"{namespace}.{member}" if namespace else member)
-
-
-_PYTHON_KINDS = {bool: ("boolean",), int: ("int", "long"), float: ("float", "double"),
-                 str: ("string",), bytes: ("bytes",), list: ("array",), dict: ("map",)}
-
-
-def _pick(branches, name: str | None, value) -> int:
-    keys = [k for k, _ in branches]
-    if name is not None:
-        for i, key in enumerate(keys):
-            if key == name or key.rsplit(".", 1)[-1] == name.rsplit(".", 1)[-1]:
-                return i
-    kinds = _PYTHON_KINDS.get(type(value), ())
-    for i, key in enumerate(keys):
-        if key in kinds:
-            return i
-    if isinstance(value, str):          # a string with a logical type (uuid)
-        return keys.index("string") if "string" in keys else 0
-    raise MalformedValueError(f"a union value of Python type {type(value).__name__} matches "
-                              f"none of the branches {keys}")

@@ -23,10 +23,11 @@ from fastavro.read import SchemaResolutionError
 from fastavro.utils import generate_many
 
 from ..errors import MalformedValueError
-from .avro_types import arrow_types, converter, needs_conversion, prepared, spark_type
-from .avro_types import _parsed
+from .avro_reading import converter, fastavro_schema, needs_conversion, prepared
+from .avro_types import _parsed, arrow_types, spark_type
 
 RESOLUTION_SAMPLES = 16     # generated records per writer schema in the load-time check
+RAW_BYTES = "raw bytes"     # the writer "schema" of Confluent's unframed top-level bytes
 
 
 class SchemaMismatchError(MalformedValueError):
@@ -42,20 +43,17 @@ class Decoded:
     errors: list[str | None]
 
 
-def parse(schema) -> dict:
-    """fastavro's parsed form of the prepared schema (see avro_types)."""
-    return fastavro.parse_schema(prepared(_parsed(schema)))
-
-
 class AvroDecoder:
     """Decodes payloads written with the schemas of `writers` (schema id -> schema text; the
     key None for plain Avro, whose payloads carry no id) into values of `reader`."""
 
     def __init__(self, reader: str, writers: Mapping[int | None, str],
-                 reader_id: int | None = None):
+                 reader_id: int | None = None, raw_bytes: bool = False):
+        self.raw_bytes = raw_bytes      # Confluent writes a top-level bytes value unframed
+        self.unparsable: dict[int | None, str] = {}
         self.reader_text = reader
         self.reader_id = reader_id
-        self.reader = parse(reader)
+        self.reader = fastavro_schema(reader)
         self.spark_type = spark_type(reader)
         self.build_type, self.final_type = arrow_types(reader)
         self.writer_texts = dict(writers)
@@ -65,16 +63,26 @@ class AvroDecoder:
         self.convert: Callable | None = converter(_parsed(reader)) if converts else None
 
     def __getstate__(self):
-        return (self.reader_text, self.writer_texts, self.reader_id)
+        return (self.reader_text, self.writer_texts, self.reader_id, self.raw_bytes)
 
     def __setstate__(self, state):
         self.__init__(*state)
 
-    def writer(self, schema_id: int | None) -> dict | None:
+    def writer(self, schema_id: int | None) -> dict | str | None:
+        """The parsed writer schema of `schema_id`; None for an unknown id (a schema that does
+        not parse is in `unparsable`, with why)."""
         parsed = self.writers.get(schema_id)
-        if parsed is None and schema_id in self.writer_texts:
+        if parsed is None and schema_id in self.writer_texts and \
+                schema_id not in self.unparsable:
             text = self.writer_texts[schema_id]
-            parsed = self.reader if text == self.reader_text else parse(text)
+            if self.raw_bytes and _parsed(text) in ("bytes", {"type": "bytes"}):
+                self.writers[schema_id] = RAW_BYTES
+                return RAW_BYTES
+            try:
+                parsed = self.reader if text == self.reader_text else fastavro_schema(text)
+            except (ValueError, KeyError, TypeError, MalformedValueError) as err:
+                self.unparsable[schema_id] = f"{type(err).__name__}: {err}"
+                return None
             if parsed is not self.reader:
                 defaults = defaults_only(_parsed(text), _parsed(self.reader_text))
                 if defaults is not None:
@@ -86,11 +94,15 @@ class AvroDecoder:
         """Raise SchemaMismatchError when generated records of writer `schema_id` do not
         resolve to the reader schema (at load time, before any task runs)."""
         writer = self.writer(schema_id)
-        if writer is None or writer is self.reader:
+        if schema_id in self.unparsable:
+            raise SchemaMismatchError(f"schema id {schema_id} does not parse: "
+                                      f"{self.unparsable[schema_id]}")
+        if writer is None or writer is self.reader or writer is RAW_BYTES:
             return
-        for record in generate_many(writer, RESOLUTION_SAMPLES):
+        plain = fastavro_schema(self.writer_texts[schema_id], traps=False)
+        for record in generate_many(plain, RESOLUTION_SAMPLES):
             buf = io.BytesIO()
-            fastavro.schemaless_writer(buf, writer, record)
+            fastavro.schemaless_writer(buf, plain, record)
             buf.seek(0)
             try:
                 fastavro.schemaless_reader(buf, writer, self.reader)
@@ -137,9 +149,11 @@ class AvroDecoder:
             end = ends[i]
             writer = self.writers.get(schema_ids[i]) or self.writer(schema_ids[i])
             if writer is None:
-                errors[i] = f"unknown schema id {schema_ids[i]}"
+                why = self.unparsable.get(schema_ids[i])
+                errors[i] = f"unknown schema id {schema_ids[i]}" if why is None else \
+                    f"schema id {schema_ids[i]} does not parse: {why}"
                 continue
-            if writer == "bytes":       # Confluent writes a top-level bytes value raw
+            if writer is RAW_BYTES:
                 values[i] = data[start:end]
                 continue
             buf.seek(start)
@@ -170,8 +184,11 @@ class AvroDecoder:
                 buf, writer, None if writer is self.reader else self.reader, **kwargs)
         except SchemaResolutionError as err:     # a writer of another subject
             return None, str(self._mismatch(schema_id, err))
-        except (EOFError, StopIteration, IndexError):    # fastavro read past the end
+        except (EOFError, StopIteration):    # fastavro read past the end
             return None, f"truncated: the body ends before the record does ({len(body)} bytes)"
+        except IndexError:      # past the end, or a union or enum index (the traps)
+            return None, (f"truncated, or a union or enum index out of range ({len(body)} "
+                          f"bytes)")
         except Exception as err:    # fastavro's other complaints (bad varint, UTF-8...)
             return None, f"not a value of its schema: {type(err).__name__}: {err}"
         left = len(body) - buf.tell()
@@ -222,6 +239,12 @@ def defaults_only(writer, reader) -> dict | None:
             and writer.get("name") == reader.get("name")
             and writer.get("namespace") == reader.get("namespace")):
         return None
+    top = writer.get("name")
+    wrote = {k: v for k, v in _named_definitions(writer, None, {}).items()
+             if k.rsplit(".", 1)[-1] != top}
+    if any(wrote.get(name) != text for name, text in
+           _named_definitions(reader, None, {}).items() if name.rsplit(".", 1)[-1] != top):
+        return None      # a named type used anywhere must mean the same in both
     written = {f["name"]: f for f in writer["fields"]}
     added = {}
     for field in reader["fields"]:
@@ -250,6 +273,29 @@ def _fits(kind: str, default) -> bool:
         return isinstance(default, bool)
     return (kind in _PLAIN_DEFAULTS and not isinstance(default, bool)
             and isinstance(default, _PLAIN_DEFAULTS[kind]))
+
+
+def _named_definitions(schema, namespace, out: dict) -> dict:
+    """Every named type `schema` defines: full name -> its canonical text."""
+    if isinstance(schema, list):
+        for s in schema:
+            _named_definitions(s, namespace, out)
+    elif isinstance(schema, dict):
+        kind = schema.get("type")
+        if kind in ("record", "enum", "fixed"):
+            name = schema["name"]
+            ns = schema.get("namespace", namespace)
+            full = name if "." in name else (f"{ns}.{name}" if ns else name)
+            out[full] = _canonical(schema)
+            namespace = full.rsplit(".", 1)[0] if "." in full else None
+        for f in schema.get("fields", []):
+            _named_definitions(f["type"], namespace, out)
+        for key in ("items", "values"):
+            if key in schema:
+                _named_definitions(schema[key], namespace, out)
+        if isinstance(kind, (dict, list)):
+            _named_definitions(kind, namespace, out)
+    return out
 
 
 def _canonical(schema) -> str:

@@ -151,7 +151,7 @@ def _confluent(side: str, spec: SideSpec, topics, registry: SchemaRegistry) -> C
         for version in registry.subject_versions(subject):
             try:
                 column.avro.check_resolvable(version.schema_id)
-            except MalformedValueError as err:
+            except (MalformedValueError, ValueError, KeyError, TypeError) as err:
                 raise BadOptionError(option, reader_id, f"subject {subject} version "
                                      f"{version.version}: {err}") from None
     return column

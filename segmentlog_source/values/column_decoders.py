@@ -46,7 +46,7 @@ class StringColumn:
 class JsonColumn:
     def __init__(self, spark_type: DataType):
         self.decoder = JsonDecoder(spark_type)
-        self.spark_type = spark_type
+        self.spark_type = self.decoder.spark_type
 
     def decode(self, payloads: pa.Array) -> tuple[Decoded, list | None]:
         return self.decoder.decode(payloads.to_pylist()), None
@@ -76,11 +76,11 @@ class ConfluentColumn:
         self.schema_types = schema_types
         self.args = (reader_type, reader_id, reader_text, writers, schema_types, spark_type)
         if reader_type == AVRO:
-            self.avro = AvroDecoder(reader_text, writers, reader_id)
+            self.avro = AvroDecoder(reader_text, writers, reader_id, raw_bytes=True)
             self.spark_type = self.avro.spark_type
         else:
             self.json = JsonDecoder(spark_type)
-            self.spark_type = spark_type
+            self.spark_type = self.json.spark_type
 
     def __getstate__(self):
         return self.args

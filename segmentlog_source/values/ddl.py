@@ -104,6 +104,11 @@ class _Parser:
             out.append(StructField(name, dtype, nullable))
             if self.peek() == ",":
                 self.take(",")
+            elif self.peek() is not None and self.peek() != end:
+                token, pos = self.tokens[self.i]
+                raise DDLError(f"expected ',' at position {pos}, found {token!r}")
+        if not out:
+            raise DDLError("no fields")
         return out
 
     def type(self) -> DataType:
@@ -121,6 +126,9 @@ class _Parser:
                     self.take(",")
                     scale = int(self.take())
                 self.take(")")
+            if not (1 <= precision <= 38 and 0 <= scale <= precision):
+                raise DDLError(f"decimal({precision}, {scale}): precision 1..38, scale "
+                               f"0..precision")
             return DecimalType(precision, scale)
         if word == "array":
             self.take("<")

@@ -13,6 +13,7 @@ anything else in conflict string.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 from decimal import Decimal, InvalidOperation
@@ -20,7 +21,7 @@ from typing import Callable, Sequence
 
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_type
-from pyspark.sql.types import (ArrayType, BooleanType, DataType, DateType, DecimalType,
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, DateType, DecimalType,
                                DoubleType, FloatType, LongType, MapType, NullType, StringType,
                                StructField, StructType, TimestampNTZType, TimestampType)
 
@@ -31,6 +32,7 @@ _UTC = dt.timezone.utc
 
 class JsonDecoder:
     def __init__(self, spark_type: DataType):
+        spark_type = as_nullable(spark_type)    # as Spark's from_json: a missing field is null
         self.spark_type = spark_type
         self.arrow_type = to_arrow_type(spark_type, timezone="UTC")
         self.coerce = _coercer(spark_type)
@@ -46,6 +48,8 @@ class JsonDecoder:
                 values[i] = self.coerce(json.loads(payload))
             except (ValueError, TypeError, InvalidOperation, OverflowError) as err:
                 errors[i] = f"not JSON of type {self.spark_type.simpleString()}: {err}"
+            except RecursionError:
+                errors[i] = "JSON nested too deeply to decode"
         try:
             return Decoded(pa.array(values, type=self.arrow_type), errors)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as bulk:
@@ -82,8 +86,12 @@ def _coercer(t: DataType) -> Callable:
     if isinstance(t, MapType):
         value = _coercer(t.valueType)
         return lambda v: None if v is None else {k: value(x) for k, x in _expect(v, dict).items()}
-    if isinstance(t, StringType):
-        return lambda v: v if v is None or isinstance(v, str) else json.dumps(v)
+    if isinstance(t, StringType):    # any JSON value, as Spark's compact text of it
+        return lambda v: v if v is None or isinstance(v, str) else json.dumps(
+            v, separators=(",", ":"), ensure_ascii=False)
+    if isinstance(t, BinaryType):    # base64, as Spark's from_json reads binary
+        return lambda v: None if v is None else base64.b64decode(
+            v if isinstance(v, str) else _refuse(v, "base64 text"), validate=True)
     if isinstance(t, (TimestampType, TimestampNTZType)):
         return lambda v: _timestamp(v, isinstance(t, TimestampType))
     if isinstance(t, DateType):
@@ -119,9 +127,11 @@ def _timestamp(v, utc: bool):
     if not isinstance(v, str):
         _refuse(v, "a timestamp")
     value = dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
+    if not utc and value.tzinfo is not None:
+        raise _Mismatch(f"a timestamp_ntz has no time zone, found {v!r}")
     if utc and value.tzinfo is None:
         value = value.replace(tzinfo=_UTC)
-    return value if utc else value.replace(tzinfo=None)
+    return value
 
 
 def _date(v):
@@ -130,6 +140,8 @@ def _date(v):
     if isinstance(v, int) and not isinstance(v, bool):
         return dt.date(1970, 1, 1) + dt.timedelta(days=v)
     if not isinstance(v, str):
+        _refuse(v, "a date")
+    if len(v) > 10 and v[10] not in "T ":
         _refuse(v, "a date")
     return dt.date.fromisoformat(v[:10])
 
@@ -140,7 +152,7 @@ def infer_type(samples: Sequence[bytes]) -> DataType:
     for payload in samples:
         try:
             merged = _merge(merged, _type_of(json.loads(payload)))
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
     return StringType() if isinstance(merged, NullType) else _no_nulls(merged)
 
@@ -216,3 +228,13 @@ def json_schema_type(schema) -> DataType:
     if kind in _JSON_SCHEMA_PRIMITIVES:
         return _JSON_SCHEMA_PRIMITIVES[kind]()
     return StringType()
+
+
+def as_nullable(t: DataType) -> DataType:
+    if isinstance(t, StructType):
+        return StructType([StructField(f.name, as_nullable(f.dataType), True) for f in t.fields])
+    if isinstance(t, ArrayType):
+        return ArrayType(as_nullable(t.elementType), True)
+    if isinstance(t, MapType):
+        return MapType(t.keyType, as_nullable(t.valueType), True)
+    return t

@@ -30,6 +30,7 @@ KEY_FORMATS = (BINARY, STRING, JSON, AVRO, CONFLUENT_AVRO)
 PERMISSIVE, FAILFAST, DROPMALFORMED = "PERMISSIVE", "FAILFAST", "DROPMALFORMED"
 MODES = (PERMISSIVE, FAILFAST, DROPMALFORMED)
 SIDES = ("key", "value")
+PIECE_BYTES = 1 << 20        # payload bytes decoded into Python values at a time
 
 
 @dataclass(frozen=True)
@@ -87,15 +88,7 @@ class RecordDecoding:
     def apply(self, batch: pa.RecordBatch, topic: str, partition: int
               ) -> tuple[pa.RecordBatch, int]:
         """`batch` with the decoded columns, and how many malformed rows were dropped."""
-        arrays, errors, ids = {}, {}, {}
-        if self.internal:
-            key, value, reasons = decode_internal(topic, batch.column("key"),
-                                                  batch.column("value"))
-            arrays["key"], arrays["value"], errors["value"] = key, value, reasons
-        else:
-            for side, decoder in self.decoders.items():
-                decoded, ids[side] = decoder.decode(batch.column(side))
-                arrays[side], errors[side] = decoded.array, decoded.errors
+        arrays, errors, ids = self._decode(batch, topic)
         bad = np.zeros(batch.num_rows, dtype=bool)
         for side, reasons in errors.items():
             bad |= np.fromiter((r is not None for r in reasons), bool, batch.num_rows)
@@ -114,6 +107,32 @@ class RecordDecoding:
             out = out.filter(pa.array(~bad))
         return out, dropped
 
+    def _decode(self, batch: pa.RecordBatch, topic: str) -> tuple[dict, dict, dict]:
+        """Per side: the decoded array, the reasons and the schema ids. Decoded Python values
+        can take a hundred times their encoded bytes (arrays of small records), so the batch
+        is decoded PIECE_BYTES of payload at a time, each piece into Arrow before the next."""
+        pieces = [self._decode_piece(batch.slice(start, length), topic)
+                  for start, length in _pieces(batch)]
+        if len(pieces) == 1:
+            return pieces[0]
+        arrays = {side: pa.concat_arrays([p[0][side] for p in pieces]) for side in pieces[0][0]}
+        errors = {side: [r for p in pieces for r in p[1][side]] for side in pieces[0][1]}
+        ids = {side: (None if pieces[0][2][side] is None else
+                      [x for p in pieces for x in p[2][side]]) for side in pieces[0][2]}
+        return arrays, errors, ids
+
+    def _decode_piece(self, batch: pa.RecordBatch, topic: str) -> tuple[dict, dict, dict]:
+        arrays, errors, ids = {}, {}, {}
+        if self.internal:
+            key, value, reasons = decode_internal(topic, batch.column("key"),
+                                                  batch.column("value"))
+            arrays["key"], arrays["value"], errors["value"] = key, value, reasons
+        else:
+            for side, decoder in self.decoders.items():
+                decoded, ids[side] = decoder.decode(batch.column(side))
+                arrays[side], errors[side] = decoded.array, decoded.errors
+        return arrays, errors, ids
+
     def _failure(self, batch, topic, partition, row, errors, ids) -> MalformedValueError:
         offset = batch.column("offset")[row].as_py()
         for side, reasons in errors.items():
@@ -125,3 +144,25 @@ class RecordDecoding:
                     f"does not decode: {reasons[row]} (mode FAILFAST; mode PERMISSIVE keeps "
                     f"the row with the reason in {side}_error, DROPMALFORMED drops it)")
         raise AssertionError("no malformed side in a malformed row")
+
+
+def _pieces(batch: pa.RecordBatch) -> list[tuple[int, int]]:
+    """(start, length) row ranges of at most PIECE_BYTES of key and value bytes (and at least
+    one row)."""
+    n = batch.num_rows
+    sizes = np.zeros(n, np.int64)
+    for name in SIDES:
+        column = batch.column(name)
+        if n and column.buffers()[1] is not None:
+            offsets = np.frombuffer(column.buffers()[1], np.int32, n + 1, column.offset * 4)
+            sizes += np.diff(offsets.astype(np.int64))
+    if int(sizes.sum()) <= PIECE_BYTES:
+        return [(0, n)]
+    out, start, total = [], 0, 0
+    for i, size in enumerate(sizes.tolist()):
+        if total + size > PIECE_BYTES and i > start:
+            out.append((start, i - start))
+            start, total = i, 0
+        total += size
+    out.append((start, n - start))
+    return out

@@ -41,7 +41,7 @@ def replay(registry: SchemaRegistry, records: Iterable[tuple[int, bytes | None, 
             key_json = json.loads(key)
             value_json = None if value is None else json.loads(value)
             _apply(registry, key_json, value_json)
-        except (ValueError, KeyError, TypeError, AttributeError) as err:
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as err:
             raise CorruptDataError(f"the Schema Registry record at offset {offset} is not one "
                                    f"the registry writes ({type(err).__name__}: {err}): "
                                    f"key {key[:200]!r}", where) from None
@@ -66,7 +66,7 @@ def _apply(registry: SchemaRegistry, key: dict, value: dict | None) -> None:
             registry.schemas[schema_id] = Schema(schema_id, value["schema"],
                                                  value.get("schemaType") or AVRO, refs)
         registry.versions.setdefault(subject, {})[version] = SubjectVersion(
-            subject, version, schema_id, bool(value.get("deleted", False)))
+            subject, version, schema_id, value.get("deleted") is True)
     elif keytype == "DELETE_SUBJECT":
         if value is None:
             return

@@ -96,7 +96,7 @@ class SchemaRegistry:
 
 
 def _named_types(schema, namespace, out: dict) -> None:
-    """Every named type defined in `schema`, by full name and by short name."""
+    """Every named type defined in `schema`, by full name."""
     if isinstance(schema, list):
         for s in schema:
             _named_types(s, namespace, out)
@@ -104,11 +104,8 @@ def _named_types(schema, namespace, out: dict) -> None:
     if not isinstance(schema, dict):
         return
     if schema.get("type") in ("record", "enum", "fixed"):
-        name = schema["name"]
-        ns = schema.get("namespace", namespace)
-        full = name if "." in name else (f"{ns}.{name}" if ns else name)
+        full = _qualified(schema["name"], schema.get("namespace", namespace))
         out.setdefault(full, schema)
-        out.setdefault(full.rsplit(".", 1)[-1], schema)
         namespace = full.rsplit(".", 1)[0] if "." in full else None
         for f in schema.get("fields", []):
             _named_types(f["type"], namespace, out)
@@ -119,27 +116,43 @@ def _named_types(schema, namespace, out: dict) -> None:
         _named_types(schema["type"], namespace, out)
 
 
-def _inline(schema, definitions: dict, written: set):
-    """`schema` with each referenced named type replaced by its definition at first use."""
+def _qualified(name: str, namespace: str | None) -> str:
+    return name if "." in name or not namespace else f"{namespace}.{name}"
+
+
+def _inline(schema, definitions: dict, written: set, namespace: str | None = None):
+    """`schema` with each referenced named type replaced by its definition at first use. A
+    short name means the type of that name in the enclosing namespace, else in none (Avro's
+    rule, which the registry's Java parser follows)."""
     if isinstance(schema, str):
-        target = definitions.get(schema)
-        if target is None or schema in written:
-            return schema
-        written.update(k for k, v in definitions.items() if v is target)
-        return _inline(target, definitions, written)
+        full = next((n for n in (_qualified(schema, namespace), schema) if n in definitions),
+                    None)
+        if full is None or full in written:
+            return schema if full is None else full
+        written.add(full)
+        target = definitions[full]
+        return _inline(target, definitions, written,
+                       full.rsplit(".", 1)[0] if "." in full else None) | {"name": full}
     if isinstance(schema, list):
-        return [_inline(s, definitions, written) for s in schema]
+        return [_inline(s, definitions, written, namespace) for s in schema]
     if not isinstance(schema, dict):
         return schema
     out = dict(schema)
     if out.get("type") in ("record", "enum", "fixed"):
-        written.add(out["name"])
+        full = _qualified(out["name"], out.get("namespace", namespace))
+        written.add(full)
+        namespace = full.rsplit(".", 1)[0] if "." in full else None
     if "fields" in out:
-        out["fields"] = [dict(f, type=_inline(f["type"], definitions, written))
+        out["fields"] = [dict(f, type=_inline(f["type"], definitions, written, namespace))
                          for f in out["fields"]]
     for key in ("items", "values"):
         if key in out:
-            out[key] = _inline(out[key], definitions, written)
-    if isinstance(out.get("type"), (dict, list)) or out.get("type") in definitions:
-        out["type"] = _inline(out["type"], definitions, written)
+            out[key] = _inline(out[key], definitions, written, namespace)
+    if isinstance(out.get("type"), (dict, list)) or (
+            isinstance(out.get("type"), str) and out["type"] not in _PRIMITIVE_NAMES
+            and out["type"] not in ("record", "enum", "fixed", "array", "map")):
+        out["type"] = _inline(out["type"], definitions, written, namespace)
     return out
+
+
+_PRIMITIVE_NAMES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")

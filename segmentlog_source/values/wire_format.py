@@ -27,11 +27,15 @@ def binary_buffers(array: pa.Array) -> tuple[bytes, np.ndarray, np.ndarray]:
     n = len(array)
     if n == 0:
         return b"", np.zeros(1, np.int64), np.zeros(0, bool)
+    if array.type != pa.binary():
+        raise TypeError(f"expected a binary array, not {array.type}")
     offsets = np.frombuffer(array.buffers()[1], np.int32, n + 1, array.offset * 4)
+    first, last = int(offsets[0]), int(offsets[-1])
     data_buffer = array.buffers()[2]
-    data = b"" if data_buffer is None else data_buffer.to_pybytes()
+    # only the slice's bytes: a slice of a batch shares the whole batch's buffer
+    data = b"" if data_buffer is None else data_buffer.slice(first, last - first).to_pybytes()
     valid = ~np.asarray(array.is_null(), bool)
-    return data, offsets.astype(np.int64), valid
+    return data, offsets.astype(np.int64) - first, valid
 
 
 def split_framed(data: bytes, offsets: np.ndarray, valid: np.ndarray

@@ -171,3 +171,20 @@ def test_contexts_and_global_clears(tmp_path):
     assert registry.schema(2) is None                  # hard-deleted, used nowhere else
     assert registry.subject_versions("c-value") == []
     assert registry.subject_versions(":.ctx:c-value") == []
+
+
+def test_references_with_one_short_name_in_two_namespaces(tmp_path):
+    item_a = {"type": "record", "name": "Item", "namespace": "com.a",
+              "fields": [{"name": "a", "type": "int"}]}
+    item_b = {"type": "record", "name": "Item", "namespace": "com.b",
+              "fields": [{"name": "b", "type": "string"}]}
+    main = {"type": "record", "name": "Main", "namespace": "com.b", "fields": [
+        {"name": "mine", "type": "Item"}, {"name": "theirs", "type": "com.a.Item"}]}
+    write_registry(tmp_path, [
+        schema_record("a", 1, 1, item_a), schema_record("b", 1, 2, item_b),
+        schema_record("m-value", 1, 3, main, references=[
+            {"name": "com.a.Item", "subject": "a", "version": 1},
+            {"name": "com.b.Item", "subject": "b", "version": 1}])])
+    text = load_registry(None, [str(tmp_path)]).self_contained(3)
+    assert spark_type(text).simpleString() == \
+        "struct<mine:struct<b:string>,theirs:struct<a:int>>"

@@ -105,7 +105,8 @@ def test_ddl_parser():
                                      "y:double>>>,d:decimal(12,4),e:timestamp_ntz,f:string>")
     assert parsed["d"].nullable is False
     assert parse_schema(parsed.json()) == parsed
-    for bad in ("a INT,, b", "a unknown", "a array<int", "a int)"):
+    for bad in ("a INT,, b", "a unknown", "a array<int", "a int)", "a INT b INT", "",
+                "d DECIMAL(40, 2)"):
         with pytest.raises(DDLError):
             parse_schema(bad)
 
