@@ -21,8 +21,8 @@ A file may be a URI of an object store or HDFS (s3://bucket/kafka-logs/orders-0/
 exactly as a local copy of it would be.
 
 --offsets-decoder and --transaction-log-decoder print each record's key and payload as
-DumpLogSegments' decoders for `__consumer_offsets` and `__transaction_state` print them
-(values/kafka_internal/records.py): Kafka's JSON, `<DELETE>` for a tombstone, and one
+DumpLogSegments' decoders for `__consumer_offsets` and `__transaction_state` print them:
+Kafka's JSON, `<DELETE>` for a tombstone, and one
 "Unknown record type ..." or "Error at offset ..." line for a record they cannot read. Like
 Kafka's, they imply --print-data-log; given both, --offsets-decoder is used. A record without
 a key, where Kafka's decoders throw, is an error naming its batch.
