@@ -92,6 +92,29 @@ class _MicrosTime(TimeType):
         super().__init__(6)
 
 
+def named_types(schema, namespace: str | None = None, out: dict | None = None) -> dict:
+    """Every named type (record, enum, fixed) `schema` defines: full name -> its definition
+    (the first, where a name is defined twice)."""
+    out = {} if out is None else out
+    if isinstance(schema, list):
+        for s in schema:
+            named_types(s, namespace, out)
+    elif isinstance(schema, dict):
+        kind = schema.get("type")
+        if kind in NAMED:
+            full = _full_name(schema, namespace)
+            out.setdefault(full, schema)
+            namespace = full.rsplit(".", 1)[0] if "." in full else None
+        for f in schema.get("fields", []):
+            named_types(f["type"], namespace, out)
+        for key in ("items", "values"):
+            if key in schema:
+                named_types(schema[key], namespace, out)
+        if isinstance(kind, (dict, list)):
+            named_types(kind, namespace, out)
+    return out
+
+
 def spark_type(schema) -> DataType:
     """The Spark type of values of Avro `schema` (parsed JSON, or its text)."""
     return _spark(_parsed(schema), None, _Walk())

@@ -24,7 +24,7 @@ from fastavro.utils import generate_many
 
 from ..errors import MalformedValueError
 from .avro_reading import converter, fastavro_schema, needs_conversion, prepared
-from .avro_types import _parsed, arrow_types, spark_type
+from .avro_types import _parsed, arrow_types, named_types, spark_type
 
 RESOLUTION_SAMPLES = 16     # generated records per writer schema in the load-time check
 RAW_BYTES = "raw bytes"     # the writer "schema" of Confluent's unframed top-level bytes
@@ -240,10 +240,10 @@ def defaults_only(writer, reader) -> dict | None:
             and writer.get("namespace") == reader.get("namespace")):
         return None
     top = writer.get("name")
-    wrote = {k: v for k, v in _named_definitions(writer, None, {}).items()
+    wrote = {k: _canonical(v) for k, v in named_types(writer).items()
              if k.rsplit(".", 1)[-1] != top}
-    if any(wrote.get(name) != text for name, text in
-           _named_definitions(reader, None, {}).items() if name.rsplit(".", 1)[-1] != top):
+    if any(wrote.get(name) != _canonical(v) for name, v in named_types(reader).items()
+           if name.rsplit(".", 1)[-1] != top):
         return None      # a named type used anywhere must mean the same in both
     written = {f["name"]: f for f in writer["fields"]}
     added = {}
@@ -273,29 +273,6 @@ def _fits(kind: str, default) -> bool:
         return isinstance(default, bool)
     return (kind in _PLAIN_DEFAULTS and not isinstance(default, bool)
             and isinstance(default, _PLAIN_DEFAULTS[kind]))
-
-
-def _named_definitions(schema, namespace, out: dict) -> dict:
-    """Every named type `schema` defines: full name -> its canonical text."""
-    if isinstance(schema, list):
-        for s in schema:
-            _named_definitions(s, namespace, out)
-    elif isinstance(schema, dict):
-        kind = schema.get("type")
-        if kind in ("record", "enum", "fixed"):
-            name = schema["name"]
-            ns = schema.get("namespace", namespace)
-            full = name if "." in name else (f"{ns}.{name}" if ns else name)
-            out[full] = _canonical(schema)
-            namespace = full.rsplit(".", 1)[0] if "." in full else None
-        for f in schema.get("fields", []):
-            _named_definitions(f["type"], namespace, out)
-        for key in ("items", "values"):
-            if key in schema:
-                _named_definitions(schema[key], namespace, out)
-        if isinstance(kind, (dict, list)):
-            _named_definitions(kind, namespace, out)
-    return out
 
 
 def _canonical(schema) -> str:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from .avro_types import named_types
+
 AVRO, JSON_SCHEMA, PROTOBUF = "AVRO", "JSON", "PROTOBUF"
 
 
@@ -91,29 +93,8 @@ class SchemaRegistry:
                 continue
             seen.add(target.schema_id)
             self._collect(target, out, seen)
-            parsed = json.loads(target.text)
-            _named_types(parsed, None, out)
-
-
-def _named_types(schema, namespace, out: dict) -> None:
-    """Every named type defined in `schema`, by full name."""
-    if isinstance(schema, list):
-        for s in schema:
-            _named_types(s, namespace, out)
-        return
-    if not isinstance(schema, dict):
-        return
-    if schema.get("type") in ("record", "enum", "fixed"):
-        full = _qualified(schema["name"], schema.get("namespace", namespace))
-        out.setdefault(full, schema)
-        namespace = full.rsplit(".", 1)[0] if "." in full else None
-        for f in schema.get("fields", []):
-            _named_types(f["type"], namespace, out)
-    for key in ("items", "values"):
-        if key in schema:
-            _named_types(schema[key], namespace, out)
-    if isinstance(schema.get("type"), (dict, list)):
-        _named_types(schema["type"], namespace, out)
+            for name, definition in named_types(json.loads(target.text)).items():
+                out.setdefault(name, definition)
 
 
 def _qualified(name: str, namespace: str | None) -> str:
