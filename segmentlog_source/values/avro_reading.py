@@ -31,7 +31,7 @@ import fastavro
 
 from ..errors import MalformedValueError
 from .avro_types import (MAX_DECIMAL_PRECISION, NAMED, PRIMITIVES, TIMESTAMPS, AvroSchemaError,
-                         _full_name, _member_struct, _parsed, _plain_kind, _Walk,
+                         _full_name, _member_struct, _parsed, _physical_kind, _Walk,
                          union_members)
 
 STRIPPED_LOGICAL = frozenset(TIMESTAMPS) | {"date", "uuid", "time-millis", "time-micros",
@@ -54,12 +54,12 @@ def prepared(schema, path: str = "r") -> object:
     """`schema` as fastavro reads it here (the module doc), before the index traps."""
     if isinstance(schema, list):
         members = union_members(schema)
-        kinds = {_plain_kind(m) for m in members}
+        kinds = {_physical_kind(m) for m in members}
         wrap = _member_struct(members) and ({"int", "long"} <= kinds
                                             or {"float", "double"} <= kinds)
         out = []
         for i, member in enumerate(schema):
-            kind = _plain_kind(member)
+            kind = _physical_kind(member)
             if wrap and kind in ("int", "long", "float", "double"):
                 out.append({"type": "record", "name": f"{WRAPPED}{kind}_{path}",
                             "fields": [{"name": "v", "type": kind}]})

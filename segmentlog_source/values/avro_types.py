@@ -218,7 +218,7 @@ def _union(schema: list, namespace, walk: _Walk) -> DataType:
         return NullType()
     if len(members) == 1:
         return _spark(members[0], namespace, walk)
-    kinds = {_plain_kind(m) for m in members}
+    kinds = {_physical_kind(m) for m in members}
     if kinds <= {"int", "long"}:
         return LongType()
     if kinds <= {"float", "double"}:
@@ -227,17 +227,17 @@ def _union(schema: list, namespace, walk: _Walk) -> DataType:
                        for i, m in enumerate(members)])
 
 
-def _plain_kind(member) -> str | None:
-    """The primitive type name of a union member without a logical type, else None."""
+def _physical_kind(member) -> str | None:
+    """The primitive type of a union member, its logical type ignored (Spark's union rule
+    compares Avro's Schema.Type: [int, timestamp-millis] is bigint there), else None."""
     if isinstance(member, str):
         return member if member in PRIMITIVES else None
-    if isinstance(member, dict) and "logicalType" not in member and isinstance(
-            member.get("type"), str):
-        return _plain_kind(member["type"])
+    if isinstance(member, dict) and isinstance(member.get("type"), str):
+        return _physical_kind(member["type"])
     return None
 
 
 def _member_struct(members: list) -> bool:
     """Whether a union's non-null members become Spark's member0.. struct."""
-    kinds = {_plain_kind(m) for m in members}
+    kinds = {_physical_kind(m) for m in members}
     return len(members) > 1 and not (kinds <= {"int", "long"} or kinds <= {"float", "double"})

@@ -29,6 +29,9 @@ V1 = {"type": "record", "name": "Everything", "namespace": "test.values", "field
     {"name": "u", "type": ["int", "string", "Inner"]},
     {"name": "il", "type": ["int", "long"]},
     {"name": "fd", "type": ["float", "double"]},
+    {"name": "its", "type": ["int", {"type": "long", "logicalType": "timestamp-millis"}]},
+    {"name": "uts", "type": ["null", "int", {"type": "long", "logicalType": "timestamp-millis"},
+                             "string"]},
     {"name": "dt", "type": {"type": "int", "logicalType": "date"}},
     {"name": "tsm", "type": {"type": "long", "logicalType": "timestamp-millis"}},
     {"name": "tsu", "type": {"type": "long", "logicalType": "timestamp-micros"}},
@@ -51,7 +54,8 @@ V2["fields"] += [{"name": "added", "type": "string", "default": "fresh"},
                  {"name": "cnt", "type": ["null", "long"], "default": None}]
 # V1 with its bytes decimal as plain bytes: to write an unscaled value past the precision
 V1_RAW_DECIMAL = copy.deepcopy(V1)
-V1_RAW_DECIMAL["fields"][21] = {"name": "dec", "type": "bytes"}
+V1_RAW_DECIMAL["fields"] = [f if f["name"] != "dec" else {"name": "dec", "type": "bytes"}
+                            for f in V1_RAW_DECIMAL["fields"]]
 V3_DELETED = copy.deepcopy(V2)
 V3_DELETED["fields"].append({"name": "gone", "type": "int", "default": 0})
 KEY = {"type": "record", "name": "Key", "fields": [{"name": "id", "type": "long"}]}
@@ -67,7 +71,8 @@ def datum(i: int, version: int) -> dict:
         "e": ["RED", "GREEN"][i % 2], "fx": bytes([i, 1, 2, 3]), "arr": list(range(i % 4)),
         "m": {f"k{j}": j * i for j in range(i % 3)}, "rec": {"x": i, "y": str(i) * 2},
         "opt": None if i % 3 == 0 else f"o{i}", "u": union, "il": i * 2**33,
-        "fd": i + 0.5, "dt": -400 + i * 1000, "tsm": -86_400_000 + i * 10**11,
+        "fd": i + 0.5, "its": 2**40 + i,
+        "uts": [None, i, 10**12 + i, f"s{i}"][i % 4], "dt": -400 + i * 1000, "tsm": -86_400_000 + i * 10**11,
         "tsu": 1_600_000_000_000_000 + i, "ltsm": 1_000_000 * i, "ltsu": 123 + i,
         "dec": Decimal(f"{i * 1111}.{i:03d}"), "decf": Decimal(f"-{i}.{i % 100:02d}"),
         "uid": f"00000000-0000-4000-8000-{i:012d}",
