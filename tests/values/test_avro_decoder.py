@@ -64,7 +64,7 @@ def test_short_bodies_in_a_shared_buffer_keep_their_reasons():
     assert decoded.array.null_count == len(cut)
 
 
-def plain(schema) -> "AvroColumn":
+def plain(schema):
     from segmentlog_source.values.column_decoders import AvroColumn
     return AvroColumn(json.dumps(schema))
 
