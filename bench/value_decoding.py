@@ -74,7 +74,9 @@ WIDE_FIELDS = 30
 PROFILE_TOP = 5
 SEED = 21
 GENERATOR = 1                # bump when the generated data changes: it is made again
-FIXTURE = Path("/work/shared/fixtures/kafka-real/agelenler-food-ordering/_schemas-0")
+# ../shared beside the repository (or $SEGMENTLOG_SHARED, as the tests find it)
+FIXTURE = Path(os.environ.get("SEGMENTLOG_SHARED", REPO.parent / "shared")) / \
+    "fixtures/kafka-real/agelenler-food-ordering/_schemas-0"
 EVENT_SCHEMA_ID = 2          # PaymentResponseAvroModel in the fixture
 BASE_MS = 1_700_000_000_000
 SCHEMAS = {"event": (2, 3), "wide": (4, 5)}     # name -> (version 1's id, version 2's id)
@@ -97,7 +99,7 @@ def event_schema() -> dict:
 
     if not (FIXTURE / "00000000000000000000.log").exists():
         raise FileNotFoundError(f"{FIXTURE} is missing: the event schema is read from it "
-                                f"(the shared fixtures of /work/shared)")
+                                f"(the shared fixtures beside the repository, or $SEGMENTLOG_SHARED)")
     registry = load_registry(str(FIXTURE), [])
     schema = json.loads(registry.schema(EVENT_SCHEMA_ID).text)
     if schema.get("name") != "PaymentResponseAvroModel":
