@@ -99,7 +99,8 @@ def event_schema() -> dict:
 
     if not (FIXTURE / "00000000000000000000.log").exists():
         raise FileNotFoundError(f"{FIXTURE} is missing: the event schema is read from it "
-                                f"(the shared fixtures beside the repository, or $SEGMENTLOG_SHARED)")
+                                f"(the shared fixtures beside the repository, or "
+                                f"$SEGMENTLOG_SHARED)")
     registry = load_registry(str(FIXTURE), [])
     schema = json.loads(registry.schema(EVENT_SCHEMA_ID).text)
     if schema.get("name") != "PaymentResponseAvroModel":
