@@ -76,13 +76,24 @@ def test_a_pipeline_stopped_at_random_moments_while_its_input_grows(spark, tmp_p
     _finish_and_check(spark, tmp_path, end)
 
 
-def _run_driver(base: Path, after_s: float) -> None:
-    """The pipeline's driver in its own process group, SIGKILLed `after_s` after it started."""
+def _commits(base: Path) -> int:
+    done = base / "checkpoint" / "commits"
+    return sum(1 for f in done.iterdir() if f.name.isdigit()) if done.exists() else 0
+
+
+def _run_driver(base: Path, after_s: float, ready=None) -> None:
+    """The pipeline's driver in its own process group, SIGKILLed `after_s` after it started
+    (or, given `ready`, `after_s` after `ready()` first says so)."""
     proc = subprocess.Popen([sys.executable, "-m", "tests.spark.stream_pipeline", str(base)],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True, start_new_session=True)
     try:
         assert proc.stdout.readline().strip() == "started"
+        deadline = time.monotonic() + 300
+        while ready is not None and not ready():
+            assert proc.poll() is None, "the driver died"
+            assert time.monotonic() < deadline, "the driver made no progress in 300 s"
+            time.sleep(0.5)
         time.sleep(after_s)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -94,9 +105,21 @@ def test_sigkill_the_pipelines_driver_then_restart_from_the_checkpoint(spark, tm
     rng = random.Random(23)
     appender = Appender(tmp_path, seconds=20, seed=4)
     progress = []
-    for _ in range(5):
-        # a fresh driver takes several seconds to its first micro-batch
-        _run_driver(tmp_path, rng.uniform(4.0, 12.0))
+    for run in range(5):
+        # A fresh driver takes several seconds to its first micro-batch (far longer on a loaded
+        # machine): the first three die at random moments, before it or in it; the last two a
+        # moment after one more micro-batch committed (or once nothing is left to read).
+        if run < 3:
+            _run_driver(tmp_path, rng.uniform(4.0, 12.0))
+        else:
+            before = _commits(tmp_path)
+
+            def continue_after():
+                if _commits(tmp_path) > before:
+                    return True
+                return appender.proc.poll() is not None and \
+                    sp.check_prefix(sp.written(tmp_path)) == appender.finish()
+            _run_driver(tmp_path, rng.uniform(0.0, 2.0), continue_after)
         progress.append(sp.check_prefix(sp.written(tmp_path)))
     end = appender.finish()
     print("records after each kill", progress, "of", end)
