@@ -27,6 +27,7 @@ READ = GENERIC + (
     "includeHeaders", "minPartitions", "maxRecordsPerPartition",
     # segmentlog's own
     "isolationLevel", "includePayload", "maxBytesPerPartition", "verifyChecksums", "pushdown",
+    "view",
     # decoded keys and values (values/)
     "keyFormat", "valueFormat", "keySchema", "valueSchema", "schemaRegistry", "readerSchemaId",
     "keyReaderSchemaId", "mode",

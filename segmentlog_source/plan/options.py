@@ -33,6 +33,9 @@ MAX_BYTES = 128 * 1024 * 1024           # maxBytesPerPartition's default
 DECODING_MAX_BYTES = 32 * 1024 * 1024   # ... when keys or values are decoded
 
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+# What a row is: a record (Spark's Kafka source's rows), a record batch, or a segment file
+# (the metadata views: spark/metadata_views.py).
+VIEWS = ("records", "batches", "segments")
 TIMESTAMP_STRATEGIES = ("error", "latest")
 SELECTORS = ("assign", "subscribe", "subscribePattern")
 # Kafka's internal topics (Topic.isInternal): Spark's subscribePattern never matches them, since
@@ -76,6 +79,7 @@ class ReadOptions:
     pushdown: bool = False
     store: StoreConfig = DEFAULT_CONFIG           # the fs.* options (object stores, HDFS)
     decoding: DecodingSpec = field(default_factory=DecodingSpec)   # keyFormat, valueFormat...
+    view: str = "records"
     ignored: tuple[str, ...] = ()                 # accepted options of no effect (one warning)
 
     def selects_topic(self, topic: str) -> bool:
@@ -129,6 +133,7 @@ def parse_fields(screened: Screened, stream: bool = False) -> ReadOptions:
     starting = _bound(opts, "starting", LATEST if stream else EARLIEST, stream)
     ending = BoundSpec(LATEST) if stream else _bound(opts, "ending", LATEST)
     decoding = parse_decoding(opts)
+    view = _view(opts, stream, decoding)
     # Decoding runs at ~30 MB/s per core where a scan runs at hundreds: smaller tasks keep
     # every core busy on a topic of a few hundred MB.
     max_bytes = DECODING_MAX_BYTES if decoding.active() else MAX_BYTES
@@ -145,7 +150,9 @@ def parse_fields(screened: Screened, stream: bool = False) -> ReadOptions:
         fail_on_data_loss=bool_option(opts, "failOnDataLoss", True),
         # every group is a Spark task: bounds that keep a plan to what a cluster can run
         min_partitions=int_option(opts, "minPartitions", None, maximum=MAX_GROUPS),
-        max_records_per_partition=int_option(opts, "maxRecordsPerPartition", None),
+        # (a view's row is a batch or a segment: cutting its offsets would split it in two)
+        max_records_per_partition=None if view != "records" else int_option(
+            opts, "maxRecordsPerPartition", None),
         max_bytes_per_partition=int_option(opts, "maxBytesPerPartition", max_bytes,
                                            minimum=64 * 1024),
         isolation_level=choice_option(opts, "isolationLevel", ISOLATION_LEVELS,
@@ -156,8 +163,26 @@ def parse_fields(screened: Screened, stream: bool = False) -> ReadOptions:
         pushdown=bool_option(opts, "pushdown", False),
         store=parse_store_options(opts),
         decoding=decoding,
+        view=view,
         ignored=screened.ignored,
     )
+
+
+def _view(opts: dict, stream: bool, decoding: DecodingSpec) -> str:
+    """The `view` option, refused where its rows would not mean what the other options say."""
+    view = choice_option(opts, "view", VIEWS, "records")
+    if view == "records":
+        return view
+    if stream:
+        raise BadOptionError("view", view, "a streaming query reads records: the batches and "
+                             "segments views are batch reads (spark.read)")
+    if decoding.active():
+        raise BadOptionError("view", view, f"a {view} view has no key or value column to "
+                             "decode: remove keyFormat/valueFormat, or read view=records")
+    if bool_option(opts, "includeHeaders", False):
+        raise BadOptionError("view", view, f"a {view} view has no headers column: remove "
+                             "includeHeaders, or read view=records")
+    return view
 
 
 def _selector(opts: dict) -> tuple[PartitionMap | None, tuple[str, ...] | None, str | None]:

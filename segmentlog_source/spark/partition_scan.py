@@ -13,6 +13,8 @@ from ..errors import CorruptDataError, FileChangedError
 from ..plan.options import ReadOptions
 from ..plan.predicates import fold
 from ..plan.read_plan import ReadGroup
+from ..plan.view_plan import SegmentRef
+from .metadata_views import BatchesScan, SegmentsScan
 from .reader import GroupScan, ScanSettings
 
 SKIP_HINT = "failOnDataLoss=false reads what is readable around it"
@@ -21,6 +23,13 @@ SKIP_HINT = "failOnDataLoss=false reads what is readable around it"
 @dataclass(frozen=True)
 class SegmentLogInputPartition(InputPartition):
     group: ReadGroup
+
+
+@dataclass(frozen=True)
+class SegmentsInputPartition(InputPartition):
+    """A task of the segments view: segment files, one row each."""
+
+    segments: tuple[SegmentRef, ...]
 
 
 def with_hint(err: Exception, fail_on_data_loss: bool) -> Exception:
@@ -34,12 +43,19 @@ def scan_partition(partition, opts: ReadOptions, predicates: tuple = (), decodin
     """The Arrow batches of one InputPartition (`predicates`: WHERE clauses pushed down;
     `decoding`: the values/ decoders adding key_decoded/value_decoded, or None)."""
     group = getattr(partition, "group", None)
-    if group is None:
+    segments = getattr(partition, "segments", None)
+    if group is None and segments is None:
         return iter(())   # Spark's stand-in InputPartition(None) for an empty plan
     settings = ScanSettings(fold(list(predicates)), opts.read_committed, opts.verify_checksums,
                             opts.include_payload, opts.include_headers, opts.fail_on_data_loss,
                             opts.store, decoding)
-    return _scan(GroupScan(group, settings), opts.fail_on_data_loss)
+    if segments is not None:
+        scan = SegmentsScan(segments, settings)
+    elif opts.view == "batches":
+        scan = BatchesScan(group, settings)
+    else:
+        scan = GroupScan(group, settings)
+    return _scan(scan, opts.fail_on_data_loss)
 
 
 def _scan(scan: GroupScan, fail_on_data_loss: bool):

@@ -20,6 +20,7 @@ import pyarrow as pa
 from ..errors import (CorruptDataError, DataLossError, LogNotFoundError,
                       UnrepresentableValueError)
 from ..format.arrow import to_arrow
+from ..format.batch import V2_HEADER_SIZE
 from ..format.record_decoder import ColumnarDecoder
 from ..plan.predicates import RowFilter
 from ..plan.read_plan import AbortedRange, ReadGroup
@@ -160,16 +161,25 @@ class GroupScan:
         self.group = group
         self.settings = settings
         self.stats = IOStats()
-        fields = set()
-        if settings.include_payload:
-            fields = {"key", "value"} | ({"headers"} if settings.include_headers else set())
-        self.decoder = ColumnarDecoder(verify_crc=settings.verify_checksums, fields=fields)
+        self._decoder = None
         self.schema = arrow_schema(settings.include_payload, settings.include_headers)
         self.base_names = self.schema.names
         self.dropped = 0                # DROPMALFORMED's rows
         if settings.decoding is not None:
             self.schema = arrow_schema_of(with_decoded(
                 settings.include_payload, settings.include_headers, settings.decoding.fields()))
+
+    @property
+    def decoder(self) -> ColumnarDecoder:
+        # made on first use: it loads the decode kernels, which the metadata views never need
+        if self._decoder is None:
+            fields = set()
+            if self.settings.include_payload:
+                fields = {"key", "value"} | ({"headers"} if self.settings.include_headers
+                                             else set())
+            self._decoder = ColumnarDecoder(verify_crc=self.settings.verify_checksums,
+                                            fields=fields)
+        return self._decoder
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         for task in self.group.tasks:
@@ -192,19 +202,8 @@ class GroupScan:
         tracker = (_AbortTracker(aborted, task.path, cleaned_below)
                    if self.settings.read_committed else None)
         verify = self.settings.verify_checksums
-        fs, path = filesystem_for(task.path, self.settings.store)
-        scan = CheckedScan(fs, path, task.start, task.end, segment_base=task.segment_base,
-                           after_offset=task.after_offset, start_checked=task.start_checked,
-                           ends_segment=task.ends_segment, next_segment_base=task.next_segment_base,
-                           compacted=task.compacted, dirty_from=task.dirty_from,
-                           indexed_last_offset=task.indexed_last_offset,
-                           named_offsets=task.named_offsets, verify_crc=verify,
-                           salvage=not self.settings.fail_on_data_loss,
-                           offset_limit=task.offset_hi,
-                           chunk_bytes=fs.read_ahead_bytes, stats=self.stats,
-                           expected_size=task.file_size if fs.immutable_objects else None)
         pending, pending_bytes = [], 0
-        for header, entry in self._opened(scan, task):
+        for header, entry in self._opened(self._checked_scan(task), task):
             if header.last_offset < lo:
                 continue
             if header.is_control:   # its flags and marker are used unread by the decoder:
@@ -242,6 +241,26 @@ class GroupScan:
                 if self.settings.fail_on_data_loss:
                     raise
                 log.warning("segmentlog: %s (failOnDataLoss=false)", err)
+
+    def _checked_scan(self, task: ScanTask, *, headers_only: bool = False) -> CheckedScan:
+        """The task's byte range, each batch checked against its neighbours (`headers_only`:
+        batch bodies are not read, except legacy compressed wrappers')."""
+        fs, path = filesystem_for(task.path, self.settings.store)
+        # Reading only headers, a local read takes one header at a time (a 16 KiB batch costs
+        # 61 bytes); an object store's requests cost more than its bytes, so it reads ahead.
+        chunk = V2_HEADER_SIZE if headers_only and not fs.immutable_objects \
+            else fs.read_ahead_bytes
+        return CheckedScan(fs, path, task.start, task.end, segment_base=task.segment_base,
+                           after_offset=task.after_offset, start_checked=task.start_checked,
+                           ends_segment=task.ends_segment, next_segment_base=task.next_segment_base,
+                           compacted=task.compacted, dirty_from=task.dirty_from,
+                           indexed_last_offset=task.indexed_last_offset,
+                           named_offsets=task.named_offsets,
+                           verify_crc=self.settings.verify_checksums,
+                           salvage=not self.settings.fail_on_data_loss,
+                           offset_limit=task.offset_hi, chunk_bytes=chunk, stats=self.stats,
+                           expected_size=task.file_size if fs.immutable_objects else None,
+                           bodies=not headers_only)
 
     def _opened(self, scan: CheckedScan, task: ScanTask) -> Iterator:
         """The scan, once its file is open. A segment gone since the read was planned was

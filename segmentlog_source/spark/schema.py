@@ -29,29 +29,56 @@ _SPARK_TYPES = {
 }
 _HEADERS = [("headers", "array<struct<key:string,value:binary>>", HEADER_TYPE)]
 
+_TIMESTAMP = pa.timestamp("us", tz="UTC")
+# The metadata views' rows (spark/metadata_views.py): names as kafka-dump-log.sh prints them.
+_WHERE = [("topic", "string", pa.string()), ("partition", "int", pa.int32()),
+          ("segment", "bigint", pa.int64())]
+_VIEWS = {
+    "batches": _WHERE + [
+        ("position", "bigint", pa.int64()), ("size", "int", pa.int32()),
+        ("baseOffset", "bigint", pa.int64()), ("lastOffset", "bigint", pa.int64()),
+        ("recordCount", "int", pa.int32()),
+        ("firstTimestamp", "timestamp", _TIMESTAMP), ("maxTimestamp", "timestamp", _TIMESTAMP),
+        ("timestampType", "int", pa.int32()), ("codec", "string", pa.string()),
+        ("magic", "int", pa.int32()), ("producerId", "bigint", pa.int64()),
+        ("producerEpoch", "int", pa.int32()), ("baseSequence", "int", pa.int32()),
+        ("partitionLeaderEpoch", "int", pa.int32()),
+        ("isTransactional", "boolean", pa.bool_()), ("isControl", "boolean", pa.bool_())],
+    "segments": _WHERE + [
+        ("path", "string", pa.string()), ("size", "bigint", pa.int64()),
+        ("firstOffset", "bigint", pa.int64()), ("lastOffset", "bigint", pa.int64()),
+        ("firstTimestamp", "timestamp", _TIMESTAMP), ("maxTimestamp", "timestamp", _TIMESTAMP),
+        ("offsetIndexEntries", "int", pa.int32()), ("timeIndexEntries", "int", pa.int32())],
+}
 
-def _columns(include_payload: bool, include_headers: bool):
+
+def _columns(include_payload: bool, include_headers: bool, view: str = "records"):
+    if view != "records":
+        return _VIEWS[view]
     cols = (_PAYLOAD if include_payload else []) + _METADATA
     if include_headers and include_payload:
         cols = cols + _HEADERS
     return cols
 
 
-def spark_ddl(include_payload: bool = True, include_headers: bool = False) -> str:
+def spark_ddl(include_payload: bool = True, include_headers: bool = False,
+              view: str = "records") -> str:
     return ", ".join(f"{name} {ddl}" for name, ddl, _ in _columns(include_payload,
-                                                                   include_headers))
+                                                                   include_headers, view))
 
 
-def arrow_schema(include_payload: bool = True, include_headers: bool = False) -> pa.Schema:
+def arrow_schema(include_payload: bool = True, include_headers: bool = False,
+                 view: str = "records") -> pa.Schema:
     return pa.schema([pa.field(name, typ) for name, _, typ in _columns(include_payload,
-                                                                        include_headers)])
+                                                                        include_headers, view)])
 
 
-def simple_string(include_payload: bool = True, include_headers: bool = False) -> str:
+def simple_string(include_payload: bool = True, include_headers: bool = False,
+                  view: str = "records") -> str:
     """The schema as Spark's StructType.simpleString() prints it (to compare a user's schema
     with, in a planner process, where no JVM can parse DDL)."""
     return "struct<" + ",".join(f"{name}:{ddl}" for name, ddl, _ in _columns(
-        include_payload, include_headers)) + ">"
+        include_payload, include_headers, view)) + ">"
 
 
 def with_decoded(include_payload: bool, include_headers: bool, decoded: list[StructField]

@@ -25,8 +25,10 @@ from ..plan.predicates import fold
 from ..plan.read_plan import plan_read
 from ..plan.stream_options import parse_stream_options
 from ..plan.value_options import resolve_decoding
+from ..plan.view_plan import segment_groups
 from .filters import to_predicate
-from .partition_scan import SegmentLogInputPartition, scan_partition, with_hint
+from .partition_scan import (SegmentLogInputPartition, SegmentsInputPartition, scan_partition,
+                             with_hint)
 from .schema import simple_string, spark_ddl, with_decoded
 
 log = logging.getLogger("segmentlog")
@@ -65,6 +67,9 @@ class SegmentLogReader(DataSourceReader):
         log.info("segmentlog: planned %d partitions, %d bytes of %s (planner read %d bytes in %d "
                  "requests)", len(plan.groups), plan.nbytes, self.opts.describe_selection(),
                  plan.planner_io.bytes_read, plan.planner_io.read_requests)
+        if self.opts.view == "segments":
+            return [SegmentsInputPartition(refs)
+                    for refs in segment_groups(plan.groups, self.opts.min_partitions)]
         return [SegmentLogInputPartition(g) for g in plan.groups]
 
     def read(self, partition):
@@ -76,6 +81,8 @@ class SegmentLogPushdownReader(SegmentLogReader):
 
     def pushFilters(self, filters):
         global _reuse_warned
+        if self.opts.view != "records":
+            return filters     # the views' columns are not records': Spark filters their rows
         if not _reuse_warned:    # once per planner process, not once per query
             log.warning(REUSE_WARNING)
             _reuse_warned = True
@@ -120,7 +127,7 @@ class SegmentLogDataSource(DataSource):
         decoding = resolve_decoding(opts)
         if decoding is not None:
             return with_decoded(opts.include_payload, opts.include_headers, decoding.fields())
-        return spark_ddl(opts.include_payload, opts.include_headers)
+        return spark_ddl(opts.include_payload, opts.include_headers, opts.view)
 
     def reader(self, schema):
         opts = self._read_options()
@@ -167,7 +174,8 @@ def _check_schema(schema, opts, decoding=None) -> None:
     set with a custom one"; a batch read fails with USER_SPECIFIED_AND_ACTUAL_SCHEMA_MISMATCH,
     DataSource.scala:377-383, and accepts an equal one). PySpark 4.3 runs no source code at
     load() when a schema is given, so this is the first place that sees it."""
-    wanted = simple_string(opts.include_payload, opts.include_headers) if decoding is None \
+    wanted = simple_string(opts.include_payload, opts.include_headers, opts.view) \
+        if decoding is None \
         else with_decoded(opts.include_payload, opts.include_headers,
                           decoding.fields()).simpleString()
     given = schema.simpleString() if hasattr(schema, "simpleString") else str(schema)

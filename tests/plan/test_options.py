@@ -101,3 +101,24 @@ def test_topic_selection():
 def test_missing_path():
     with pytest.raises(BadOptionError, match="no path"):
         parse_read_options({})
+
+
+@pytest.mark.parametrize("extra,words", [
+    ({"valueFormat": "string"}, "no key or value column"),
+    ({"includeHeaders": "true"}, "no headers column"),
+    ({"view": "rows"}, "expected one of records, batches, segments"),
+])
+def test_view_refuses_what_its_rows_do_not_have(extra, words):
+    with pytest.raises(BadOptionError) as err:
+        parse_read_options({"path": "/x", "view": "batches", **extra})
+    assert err.value.name == "view" and words in str(err.value)
+
+
+def test_a_view_is_a_batch_read_and_plans_by_bytes():
+    from segmentlog_source.plan.stream_options import parse_stream_options
+
+    with pytest.raises(BadOptionError, match="streaming query reads records"):
+        parse_stream_options({"path": "/x", "view": "segments"})
+    opts = parse_read_options({"path": "/x", "view": "segments", "maxRecordsPerPartition": "10"})
+    assert opts.view == "segments" and opts.max_records_per_partition is None
+    assert parse_read_options({"path": "/x"}).view == "records"

@@ -5,7 +5,9 @@ anyone uses it, and, when asked to salvage, damage skipped instead of ending the
 its offsets follow the batch before and precede the batch after (batch_sequence.py), so a batch
 is handed out only once its successor (or whatever follows the range) has been seen. (The CRC
 stays the reader's to check: the decoder checks what it decodes, and whatever a reader skips on
-the strength of a CRC-covered field, it must check first.)
+the strength of a CRC-covered field, it must check first.) With `bodies=False` the scan reads
+headers only (the entry is None), except a legacy compressed wrapper's, whose first offset is
+inside its payload: the metadata views' reads with verifyChecksums=false.
 
 Salvaging (a reader's failOnDataLoss=false), a damaged batch is skipped, not the rest of the
 range: framing damage makes the scan resynchronise at the next position where a whole batch with
@@ -71,13 +73,15 @@ class CheckedScan:
                  verify_crc: bool = True, salvage: bool = False,
                  offset_limit: int | None = None, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                  max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES, stats=None,
-                 expected_size: int | None = None):
+                 expected_size: int | None = None, bodies: bool = True):
+        if verify_crc and not bodies:
+            raise ValueError("verifying CRCs needs the batch bodies")
         self.fs, self.path, self.start, self.end = fs, path, start, end
         self.ends_segment, self.next_segment_base = ends_segment, next_segment_base
         self.indexed_last_offset, self.named_offsets = indexed_last_offset, named_offsets
         self.verify_crc, self.salvage, self.offset_limit = verify_crc, salvage, offset_limit
         self.chunk_bytes, self.max_batch_bytes = chunk_bytes, max_batch_bytes
-        self.stats, self.expected_size = stats, expected_size
+        self.stats, self.expected_size, self.bodies = stats, expected_size, bodies
         self.sequence = BatchSequence(path, segment_base, after_offset, compacted=compacted,
                                       start_checked=start_checked,
                                       next_segment_base=next_segment_base,
@@ -94,9 +98,11 @@ class CheckedScan:
             scan = EntryScan(self.fs, self.path, position, self.end, chunk_bytes=self.chunk_bytes,
                              max_batch_bytes=self.max_batch_bytes, stats=self.stats,
                              expected_size=self.expected_size, allow_torn_tail=self.salvage,
-                             read_following=not self.ends_segment)
+                             read_following=not self.ends_segment, bodies=self.bodies)
             try:
                 for header, entry in scan:
+                    if entry is None and not header.first_offset_known:
+                        entry = self._read_entry(header)
                     first = self._first_offset(header, entry)
                     if first is None:    # salvaging: a framed batch that does not decode
                         continue
@@ -175,6 +181,14 @@ class CheckedScan:
             self._skip(header.position, header.end, err.reason)
             self.sequence.expect_gap()
             return None
+
+    def _read_entry(self, header: BatchHeader) -> memoryview:
+        with self.fs.open_read(self.path, self.stats) as f:
+            data = f.read_at(header.position, header.size)
+        if len(data) < header.size:
+            raise CorruptDataError(f"file shrank while being read (expected {header.size} "
+                                   f"bytes)", self.path, header.position)
+        return memoryview(data)
 
     def _resume_after(self, damaged: int) -> int | None:
         """Where to go on after the entry at `damaged` failed to frame: where its own length

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ...errors import CorruptDataError
-from ...format.batch import LOG_APPEND_TIME, BatchHeader
+from ...format.batch import BatchHeader
+from .batch_facts import first_record, needs_body, record_count
 from .log_segment import LogSegment
 from .partition_log import PartitionLog
 
@@ -137,7 +138,10 @@ def summarize_segment(segment: LogSegment, *, deep: bool = False,
         scan = segment.iter_headers(allow_torn_tail=True)
     for header, entry in scan:
         if summary.batches == 0:
-            summary.first_offset, summary.first_timestamp = _first_record(segment, header, entry)
+            if entry is None and needs_body(header):
+                entry = next(iter(segment.iter_entries(header.position, header.end)))[1]
+            summary.first_offset, summary.first_timestamp = first_record(header, entry,
+                                                                         segment.log_path)
         summary.batches += 1
         summary.last_offset = header.last_offset
         summary.max_timestamp = max(summary.max_timestamp, header.max_timestamp)
@@ -154,43 +158,13 @@ def summarize_segment(segment: LogSegment, *, deep: bool = False,
     return summary
 
 
-def _first_record(segment: LogSegment, header: BatchHeader, entry) -> tuple[int, int]:
-    """(offset, timestamp) of the first record of the batch `header` heads."""
-    if header.first_offset_known and not header.has_delete_horizon:
-        if header.magic >= 2 and header.timestamp_type == LOG_APPEND_TIME:
-            return header.base_offset, header.max_timestamp   # every record's timestamp
-        return header.base_offset, header.base_timestamp
-    if entry is None:
-        entry = next(iter(segment.iter_entries(header.position, header.end)))[1]
-    records = _decode(segment, header, entry).records
-    if not records:
-        return header.base_offset, -1
-    return records[0].offset, records[0].timestamp
-
-
 def _count_records(summary: SegmentSummary, segment: LogSegment, header: BatchHeader,
                    entry) -> None:
     if not header.crc_is_valid(entry):
         raise CorruptDataError(f"CRC mismatch: stored {header.crc}, computed "
                                f"{header.compute_crc(entry)}", segment.log_path, header.position)
-    if header.magic >= 2:
-        # recordsCount is covered by the CRC just checked
-        count = header.records_count
-    elif header.codec == 0:
-        count = 1
-    else:
-        count = len(_decode(segment, header, entry).records)
+    count = record_count(header, entry, segment.log_path)   # (its CRC just checked)
     if header.is_control:
         summary.control_records += count
     else:
         summary.records += count
-
-
-def _decode(segment: LogSegment, header: BatchHeader, entry):
-    # the decoder needs the numba kernels: load them only when a batch must be decoded
-    from ...format.record_decoder import decode_batch
-
-    try:
-        return decode_batch(entry, header, verify_crc=False)
-    except CorruptDataError as err:
-        raise err.located(segment.log_path) from None

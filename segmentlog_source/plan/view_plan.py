@@ -1,0 +1,43 @@
+"""The segments view, planned: the segment files a read's byte ranges touch, each once, packed
+into groups (Spark partitions) of a bounded number of segments.
+
+A read plan may cut one segment into several tasks (maxBytesPerPartition): a segment row is one
+per file, wherever its ranges went. Each row costs a few small reads (the first batch's header,
+the indexes' last entries and the batches after them), not the segment's bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import math
+
+from .read_plan import ReadGroup
+
+SEGMENTS_PER_GROUP = 64
+
+
+@dataclass(frozen=True)
+class SegmentRef:
+    topic: str
+    partition: int
+    path: str                        # of the .log
+    base_offset: int
+    next_segment_base: int | None    # None: the partition's last (active) segment
+
+
+def segment_groups(groups: list[ReadGroup], min_groups: int | None = None
+                   ) -> list[tuple[SegmentRef, ...]]:
+    """Every segment the groups' tasks read, in plan order, once; in groups of about equal
+    counts, at least `min_groups` (minPartitions) of them when there are that many segments."""
+    seen: dict[str, SegmentRef] = {}
+    for group in groups:
+        for t in group.tasks:
+            if t.path not in seen:
+                seen[t.path] = SegmentRef(t.topic, t.partition, t.path, t.segment_base,
+                                          t.next_segment_base)
+    refs = list(seen.values())
+    if not refs:
+        return []
+    wanted = min(len(refs), max(min_groups or 1, math.ceil(len(refs) / SEGMENTS_PER_GROUP)))
+    size = math.ceil(len(refs) / wanted)
+    return [tuple(refs[i:i + size]) for i in range(0, len(refs), size)]
