@@ -23,6 +23,7 @@ class SegmentRef:
     path: str                        # of the .log
     base_offset: int
     next_segment_base: int | None    # None: the partition's last (active) segment
+    compacted: bool = False          # signs of compaction: offset gaps may be the cleaner's
 
 
 def segment_groups(groups: list[ReadGroup], min_groups: int | None = None
@@ -34,7 +35,7 @@ def segment_groups(groups: list[ReadGroup], min_groups: int | None = None
         for t in group.tasks:
             if t.path not in seen:
                 seen[t.path] = SegmentRef(t.topic, t.partition, t.path, t.segment_base,
-                                          t.next_segment_base)
+                                          t.next_segment_base, t.compacted)
     refs = list(seen.values())
     if not refs:
         return []

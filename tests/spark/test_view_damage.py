@@ -18,12 +18,14 @@ import pytest
 from segmentlog_source.cli.generate import generate_log
 from segmentlog_source.errors import CorruptDataError
 from segmentlog_source.format.batch import V2_HEADER_SIZE
+from segmentlog_source.format.record_decoder import decode_batch
 from segmentlog_source.plan.options import parse_read_options
 from segmentlog_source.plan.read_plan import plan_read
 from segmentlog_source.plan.view_plan import segment_groups
 from segmentlog_source.spark.partition_scan import (SegmentLogInputPartition,
                                                     SegmentsInputPartition, scan_partition)
 from segmentlog_source.storage.log.partition_log import PartitionLog
+from tests.conftest import shared_fixture
 
 
 def view_rows(path, view: str, **options) -> list[dict]:
@@ -65,7 +67,14 @@ def _patch(path: str, position: int, data: bytes) -> None:
 def test_views_of_a_healthy_log_agree_in_both_checksum_modes(healthy):
     batches = view_rows(healthy, "batches")
     assert len(batches) == len(_batches(healthy)) > 50
+    # headers only: walked in compiled code (storage/log/header_table.py), or, salvaging, by
+    # the checked scan; the same rows either way
     assert view_rows(healthy, "batches", verifyChecksums="false") == batches
+    assert view_rows(healthy, "batches", verifyChecksums="false",
+                     failOnDataLoss="false") == batches
+    # small tasks: ranges cut inside segments, each batch in exactly one of them
+    assert view_rows(healthy, "batches", verifyChecksums="false",
+                     maxBytesPerPartition=str(64 * 1024), minPartitions="40") == batches
     segments = view_rows(healthy, "segments")
     assert len(segments) == len(list((healthy / "t-0").glob("*.log"))) > 3
     assert sum(b["recordCount"] for b in batches if not b["isControl"]) == 4000
@@ -119,3 +128,90 @@ def test_a_segment_renamed_below_its_batches_fails_the_segments_view(healthy, tm
             src.rename(src.with_name(f"{base - 5:020d}{suffix}"))
     with pytest.raises(CorruptDataError):
         view_rows(path, "segments")
+
+
+# -- what an attacker's pass found -------------------------------------------------------------
+
+def _first_batch_of_a_middle_segment(path):
+    batches = _batches(path)
+    victim = sorted({p for p, _ in batches})[1]
+    return victim, next(h for p, h in batches if p == victim)
+
+
+@pytest.mark.parametrize("verify", ["true", "false"])
+@pytest.mark.parametrize("shift", [1, 3, -1])
+def test_a_segments_first_batch_moved_fails_the_segments_view(healthy, tmp_path, verify, shift):
+    """Its base offset (no CRC) is checked against the file name and the batch after it."""
+    path = _copy(healthy, tmp_path)
+    log_path, header = _first_batch_of_a_middle_segment(path)
+    _patch(log_path, header.position, struct.pack(">q", header.base_offset + shift))
+    with pytest.raises(CorruptDataError) as err:
+        view_rows(path, "segments", verifyChecksums=verify)
+    assert err.value.path.endswith(Path(log_path).name)
+
+
+def test_the_segments_view_checks_the_first_batchs_crc(healthy, tmp_path):
+    path = _copy(healthy, tmp_path)
+    log_path, header = _first_batch_of_a_middle_segment(path)
+    _patch(log_path, header.position + 27, struct.pack(">q", header.base_timestamp - 3_600_000))
+    with pytest.raises(CorruptDataError, match="CRC mismatch"):
+        view_rows(path, "segments")
+
+
+def test_a_leader_epoch_that_goes_down_fails_the_batches_view(healthy, tmp_path):
+    path = _copy(healthy, tmp_path)
+    log_path, header = _batches(path)[5]
+    _patch(log_path, header.position + 12, struct.pack(">i", 2_000_000))
+    for verify in ("true", "false"):
+        with pytest.raises(CorruptDataError, match="leader epoch"):
+            view_rows(path, "batches", verifyChecksums=verify)
+
+
+def _linked(case: str, root: Path, topic: str | None = None) -> Path:
+    partition_dir = root / f"{topic or case}-0"
+    partition_dir.mkdir(parents=True)
+    for log in (CLIENTS / case).glob("*.log"):
+        shutil.copy(log, partition_dir / log.name)
+    return partition_dir
+
+
+CLIENTS = shared_fixture("kafka-clients")
+
+
+def test_a_cleaned_batchs_first_record_is_read_from_its_body():
+    from segmentlog_source.storage.log.batch_facts import first_record, needs_body
+
+    log = PartitionLog.open(str(CLIENTS / "v2-compacted-gaps"), topic="t", partition=0)
+    for _, header, entry in log.iter_entries():
+        records = decode_batch(entry, header).records
+        assert needs_body(header) == (len(records) != header.last_offset - header.base_offset + 1
+                                      or header.has_delete_horizon)
+        if records:
+            assert first_record(header, entry, "x") == (records[0].offset, records[0].timestamp)
+
+
+def test_a_grown_length_swallowing_the_next_batch_of_a_compacted_log(tmp_path):
+    """A gap the cleaner may have left hides a batch whose length grew over the next one:
+    reading headers only, the batch before a gap has its CRC checked."""
+    part = _linked("v2-compacted-gaps", tmp_path, "store-changelog")   # compacted by name
+    log_path = str(part / "00000000000000000000.log")
+    headers = [h for _, h, _ in PartitionLog.open(str(part)).iter_entries()]
+    victim, swallowed = headers[1], headers[2]
+    _patch(log_path, victim.position + 8, struct.pack(">i", victim.size - 12 + swallowed.size))
+    for verify in ("true", "false"):
+        with pytest.raises(CorruptDataError, match="CRC mismatch") as err:
+            view_rows(tmp_path, "batches", verifyChecksums=verify)
+        assert err.value.position == victim.position
+
+
+@pytest.mark.parametrize("case,end", [("v1-snappy", 7), ("v0-gzip", 7), ("mixed-v0-v1-v2", 3)])
+def test_a_range_ending_where_a_legacy_wrapper_starts(tmp_path, case, end):
+    """The planner reads the wrapper holding the range's end (its header does not tell its
+    first offset); when it starts at the end, it is left out quietly, not called corrupt."""
+    _linked(case, tmp_path)
+    ending = f'{{"{case}": {{"0": {end}}}}}'
+    offsets = [r["offset"] for r in view_rows(tmp_path, "records", includePayload="false",
+                                              endingOffsets=ending)]
+    assert offsets == list(range(end))
+    batches = view_rows(tmp_path, "batches", endingOffsets=ending)
+    assert batches and batches[-1]["lastOffset"] < end

@@ -15,15 +15,19 @@ from ...format.batch import LOG_APPEND_TIME, BatchHeader
 
 
 def needs_body(header: BatchHeader) -> bool:
-    """Whether first_record or record_count must read the batch's bytes."""
-    return not header.first_offset_known or header.has_delete_horizon or (
-        header.magic < 2 and header.codec != 0)
+    """Whether first_record or record_count must read the batch's bytes: a legacy compressed
+    wrapper, or a batch the cleaner shaped (a delete horizon for a base timestamp, or fewer
+    records than offsets: its first record may lie past its base offset)."""
+    if header.magic < 2:
+        return header.codec != 0
+    return header.has_delete_horizon or header.records_count != (
+        header.last_offset - header.base_offset + 1)
 
 
 def first_record(header: BatchHeader, entry, path: str) -> tuple[int, int]:
     """(offset, timestamp) of the batch's first record; `entry` (the batch's bytes) is used
     only when needs_body(header). A batch the cleaner emptied gives its base offset and -1."""
-    if header.first_offset_known and not header.has_delete_horizon:
+    if not needs_body(header):
         if header.magic >= 2 and header.timestamp_type == LOG_APPEND_TIME:
             return header.base_offset, header.max_timestamp   # every record's timestamp
         return header.base_offset, header.base_timestamp

@@ -1,0 +1,86 @@
+"""A range of a segment's batch headers as one table (format/header_walk.py's rows): the metadata
+views' fast path when no CRC is to be checked and nothing is to be salvaged.
+
+The table is returned only when the range is what a healthy log looks like, so that every
+check CheckedScan makes holds trivially: magic 2 throughout, offsets contiguous from the batch
+before the range (or the segment's base offset) to the batch or segment after it, within the
+segment's offset span, no batch the cleaner shaped (its first record needs the body), the
+last batch ending at the range's end, leader epochs never decreasing. Anything else (a gap, a
+legacy entry, a torn tail, a moved offset, a changed file) returns None, and the caller reads the range with CheckedScan, which knows what
+each of those means: an error naming the file and byte, the cleaner's gap, a salvage.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...format.batch import ATTR_DELETE_HORIZON, INT32_MAX, V2_HEADER_SIZE
+from ...format.header_walk import (ATTRIBUTES, BASE_OFFSET, LAST_OFFSET_DELTA, LEADER_EPOCH,
+                                   RECORDS_COUNT, WHOLE, new_rows, walk_v2_headers)
+
+
+def header_table(fs, path: str, start: int, end: int, *, segment_base: int,
+                 after_offset: int | None, start_checked: bool, ends_segment: bool,
+                 next_segment_base: int | None, indexed_last_offset: int | None,
+                 offset_limit: int, chunk_bytes: int, stats=None,
+                 expected_size: int | None = None) -> np.ndarray | None:
+    """The headers of [start, end) of `path`, one row each, or None (see the module doc)."""
+    parts = []
+    with fs.open_read(path, stats) as f:
+        size = f.size()
+        if (expected_size is not None and size != expected_size) or size < end:
+            return None
+        pos = start
+        while pos < end:
+            want = min(max(chunk_bytes, V2_HEADER_SIZE), end - pos)
+            buf = np.empty(want, np.uint8)
+            if f.read_into(pos, memoryview(buf)) < want:
+                return None
+            rows = new_rows(want // V2_HEADER_SIZE + 1)
+            n, stop, why = walk_v2_headers(buf, pos, pos, end, rows)
+            if why != WHOLE or (n == 0 and stop == pos):
+                return None
+            parts.append(rows[:n])
+            pos = stop     # a batch bigger than the chunk: the next read starts past it
+        following = None
+        if not ends_segment:
+            head = f.read_at(end, V2_HEADER_SIZE)
+            if len(head) < V2_HEADER_SIZE or head[16] != 2:
+                return None
+            following = int.from_bytes(head[:8], "big", signed=True)
+    if pos != end:
+        return None
+    table = np.concatenate(parts) if parts else new_rows(0)
+    return table if _healthy(table, start, segment_base, after_offset, start_checked,
+                             next_segment_base if ends_segment else following,
+                             indexed_last_offset if ends_segment else None,
+                             offset_limit) else None
+
+
+def _healthy(table: np.ndarray, start: int, segment_base: int, after_offset: int | None,
+             start_checked: bool, next_offset: int | None, indexed_last_offset: int | None,
+             offset_limit: int) -> bool:
+    if not len(table):
+        return True
+    base = table[:, BASE_OFFSET]
+    delta = table[:, LAST_OFFSET_DELTA]
+    last = base + delta
+    if after_offset is not None:
+        if base[0] != after_offset + 1:
+            return False
+    elif start == 0:
+        if base[0] != segment_base:
+            return False
+    elif start_checked:
+        return False
+    epochs = table[:, LEADER_EPOCH]
+    epochs = epochs[epochs >= 0]
+    return bool((delta >= 0).all()
+                and (epochs[1:] >= epochs[:-1]).all()
+                and (base[1:] == last[:-1] + 1).all()
+                and last[-1] - segment_base <= INT32_MAX
+                and base[-1] < offset_limit
+                and not (table[:, ATTRIBUTES] & ATTR_DELETE_HORIZON).any()
+                and (table[:, RECORDS_COUNT] == delta + 1).all()
+                and (next_offset is None or next_offset == last[-1] + 1)
+                and (indexed_last_offset is None or last[-1] >= indexed_last_offset))
