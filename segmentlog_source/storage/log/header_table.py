@@ -6,8 +6,9 @@ check CheckedScan makes holds trivially: magic 2 throughout, offsets contiguous 
 before the range (or the segment's base offset) to the batch or segment after it, within the
 segment's offset span, no batch the cleaner shaped (its first record needs the body), the
 last batch ending at the range's end, leader epochs never decreasing. Anything else (a gap, a
-legacy entry, a torn tail, a moved offset, a changed file) returns None, and the caller reads the range with CheckedScan, which knows what
-each of those means: an error naming the file and byte, the cleaner's gap, a salvage.
+legacy entry, a torn tail, a moved offset, a changed file) returns None, and the caller reads
+the range with CheckedScan, which knows what each of those means: an error naming the file and
+byte, the cleaner's gap, a salvage.
 """
 
 from __future__ import annotations
