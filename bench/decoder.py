@@ -13,6 +13,10 @@ default batch.size, laid end to end like a segment, once per codec.
 * encode: pyarrow arrays -> batches of <= 16 KiB (arrow.columns_from_arrow +
   records.encode_batches) vs kafka-python's DefaultRecordBatchBuilder appending the same rows.
 
+Target (in run()'s table rows): every codec c decodes within bare decompression plus 1.1x the
+uncompressed decode, segmentlog_c / (decompress_only_c + 1.1 x segmentlog_none) <= 1, the three
+timed back to back in each repetition (`budget_ratio`) and the median of the ratios taken.
+
 Numba compiles on first use, so everything runs once before it is timed. Rates are records/s
 from the median of `repetitions` runs, the two contenders timed alternately, each run repeating
 the work for ~0.25 s (see `paired`); the ratio of the best runs is printed too.
@@ -42,6 +46,7 @@ from segmentlog_source.format.record_encoder import encode_batches
 BATCH_BYTES = 16 * 1024
 CHUNK_BYTES = 1024 * 1024
 BASE_TIMESTAMP = 1700000000000
+BUDGET_FACTOR = 1.1      # of the uncompressed decode, on top of bare decompression
 
 
 def make_rows(records: int, value_bytes: int, seed: int = 7):
@@ -151,6 +156,19 @@ def median_seconds(fn, repetitions: int, window: float = 0.25) -> float:
     return statistics.median(timed(fn, loops) for _ in range(repetitions))
 
 
+def budget_ratio(compressed, decompress, uncompressed, repetitions: int,
+                 window: float = 0.25) -> dict:
+    """Median over repetitions of compressed / (decompress + 1.1 x uncompressed), the three
+    timed back to back in each repetition (as `paired`), so a busy spell weighs on all terms."""
+    fns = (compressed, decompress, uncompressed)
+    loops = [max(1, round(window / timed(fn))) for fn in fns]
+    runs = []
+    for _ in range(repetitions):
+        c, d, u = (timed(fn, n) for fn, n in zip(fns, loops))
+        runs.append(c / (d + BUDGET_FACTOR * u))
+    return {"budget_ratio": statistics.median(runs), "budget_runs": runs}
+
+
 def rates(times: dict, records: int) -> dict:
     return {**times, "segmentlog_rps": records / times["segmentlog_s"],
             "kafka_python_rps": records / times["kafka_python_s"],
@@ -181,6 +199,7 @@ def run(repetitions: int = 5, records: int = 200_000, value_bytes: int = 100,
     result = {"records": records, "value_bytes": value_bytes, "batch_bytes": BATCH_BYTES,
               "chunk_bytes": CHUNK_BYTES, "repetitions": repetitions, "decode": {},
               "encode": {}}
+    plain = None    # the uncompressed bytes: the budget's third term
     with one_core() as cpu:
         result["cpu"] = cpu
         for codec in codecs:
@@ -190,14 +209,53 @@ def run(repetitions: int = 5, records: int = 200_000, value_bytes: int = 100,
             row = rates(paired(lambda: decode_segmentlog(data, decoder),
                                lambda: decode_kafka_python(data), repetitions), records)
             row.update(bytes=len(data), batches=sum(1 for _ in iter_headers(data)))
-            if codec:
+            if not codec:
+                plain = data
+            else:
                 row["decompress_only_s"] = median_seconds(lambda: decompress_only(data, codec),
                                                           repetitions)
+                if plain is not None:
+                    row.update(budget_ratio(lambda: decode_segmentlog(data, decoder),
+                                            lambda: decompress_only(data, codec),
+                                            lambda: decode_segmentlog(plain, decoder),
+                                            repetitions))
             result["decode"][name] = row
             result["encode"][name] = rates(paired(
                 lambda: encode_segmentlog(key, value, timestamp, codec),
                 lambda: encode_kafka_python(keys, values, stamps, codec), repetitions), records)
+    result["cases"] = table_rows(result)
     return result
+
+
+def table_rows(result: dict) -> list[dict]:
+    """The `make bench` rows (bench/common.py's case) of a run()'s result: per codec, decode and
+    encode against kafka-python, and each compressed decode against its budget."""
+    from .common import case
+
+    data = (f"{result['records']:,} records, {result['value_bytes']} B values, batches <= "
+            f"{result['batch_bytes'] // 1024} KiB, one core")
+    rows = []
+    uncompressed = result["decode"].get("none", {}).get("segmentlog_s")
+    for kind in ("decode", "encode"):
+        for name, r in result[kind].items():
+            raw = {"segmentlog": [r["segmentlog_s"]], "kafka_python": [r["kafka_python_s"]]}
+            ratios = {"segmentlog / kafka_python": r["segmentlog_s"] / r["kafka_python_s"]}
+            targets = []
+            if "decompress_only_s" in r:
+                raw["decompress_only"] = [r["decompress_only_s"]]
+                ratios["segmentlog / decompress_only"] = r["segmentlog_s"] / r["decompress_only_s"]
+                budget = "segmentlog / (decompress_only + 1.1 x none)"
+                if "budget_ratio" in r:
+                    ratios[budget] = r["budget_ratio"]
+                elif uncompressed:   # (medians timed apart: only when none was not re-timed)
+                    ratios[budget] = r["segmentlog_s"] / (r["decompress_only_s"]
+                                                          + BUDGET_FACTOR * uncompressed)
+                if budget in ratios:
+                    targets.append((budget, 1.0))
+            rows.append(case(f"decoder: {kind} {name}", data=data,
+                             repetitions=result["repetitions"], raw=raw, ratios=ratios,
+                             targets=targets, notes="medians as reported by bench/decoder.py"))
+    return rows
 
 
 def print_table(result: dict, out=sys.stdout) -> None:

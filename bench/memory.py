@@ -104,7 +104,8 @@ def writer(out: str, baseline: bool) -> dict:
         ["key", "value"])
     schema = StructType([StructField("key", BinaryType()), StructField("value", BinaryType())])
     options = {"path": out, "topic": "events", "numPartitions": "1", "fsync": "none"}
-    task = SegmentLogWriter(plan_write(options, schema, False, refused=("mode", "overwrite")))
+    task = SegmentLogWriter(plan_write(options, schema, False, refused=("mode", "overwrite"),
+                                       advice="use mode(\"append\")"))
     count = 0 if baseline else -(-WRITE_BYTES // (ROWS_PER_ARROW_BATCH * 116))
     task.commit([task.write(iter([batch] * count))])
     return {"rows": count * ROWS_PER_ARROW_BATCH, "key_and_value_bytes": count * batch.nbytes}

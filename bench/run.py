@@ -12,6 +12,8 @@ question with the peers side by side), and prints the table. Modules, in order:
     memory      bench/memory.py: peak RSS of a 1 GiB segment scan and of 1 GiB writes
     spark_scan  bench/spark_scan.py: full scans vs the ceiling and Parquet
     selective   bench/selective.py: ranges and lookups, 100 MB vs 2 GB, bytes read
+    scale       bench/scale.py: full scans' s/GB and a 0.1% time range on 0.5, 2 and 8 GB logs
+                (~6 min; the logs generated once into ~/.cache/segmentlog/bench, ~2 min)
     object_store bench/object_store.py: the same queries on 1 GB in S3 (moto), bytes served
     kafka_peer  bench/kafka_peer.py: Spark's Kafka source and sink through a real broker
                 (5M records produced once, ~2 min) against segmentlog on its log directory
@@ -21,6 +23,8 @@ question with the peers side by side), and prints the table. Modules, in order:
                 process and as a Spark job, beside plain reads; its peak RSS and passes
     value_decoding  bench/value_decoding.py: valueFormat=confluent-avro's records/s per core
                 against fastavro alone on the same payloads, in one process and in Spark (~2.5 min)
+    views       bench/views.py: view=batches' records per partition and per hour against
+                Parquet's same answers, bytes read, requests served from S3 (~3 min)
 decoder and writer are optional: missing or failing, they get a "not available" row.
 """
 
@@ -35,11 +39,11 @@ import traceback
 from .chart import draw
 from .common import RESULTS, case, machine_info, stop_spark, unavailable
 
-OURS = ("memory", "spark_scan", "selective", "object_store", "kafka_peer", "stream",
-        "compaction", "value_decoding")
+OURS = ("memory", "spark_scan", "selective", "scale", "object_store", "kafka_peer", "stream",
+        "compaction", "value_decoding", "views")
 EXTERNAL = ("decoder", "writer")
-ORDER = ("decoder", "writer", "memory", "spark_scan", "selective", "object_store",
-         "kafka_peer", "stream", "compaction", "value_decoding")
+ORDER = ("decoder", "writer", "memory", "spark_scan", "selective", "scale", "object_store",
+         "kafka_peer", "stream", "compaction", "value_decoding", "views")
 
 
 def external_rows(label: str, result) -> list[dict]:

@@ -14,7 +14,9 @@ Sides (one SparkSession, local[2], workers on this interpreter):
 
 Queries: count(), sum(length(value)), groupBy(partition).count(), and groupBy(partition).count()
 with includePayload=false (the ceiling then yields the same metadata-only batches).
-Targets: segmentlog <= 1.2x the ceiling; includePayload=false groupBy <= 2x Parquet.
+Target: segmentlog <= 1.15x the ceiling, every query. Parquet is a reference, not a target: it
+reads one column where PySpark 4.3 gives a Python source no column pruning (the ceiling itself
+is ~4x Parquet on the includePayload=false groupBy).
 One warm-up of every side and query, then REPETITIONS runs with the sides taking turns; ratios are
 medians of the per-run ratios, plus the ratio of the best runs (what the code does when a shared
 machine leaves it alone).
@@ -34,8 +36,7 @@ from .common import DATA, case, dataset, describe, ratio, spark_session, take_tu
 PARAMS = dict(topics=["events"], partitions=4, records=5_000_000, codec="none", key_size=16,
               value_size=100, records_per_batch=100, seed=1)
 REPETITIONS = 7
-CEILING_TARGET = 1.2
-PARQUET_TARGET = 2.0
+CEILING_TARGET = 1.15
 
 # -- the ceiling -----------------------------------------------------------------------------
 
@@ -131,8 +132,10 @@ def run(repetitions: int = REPETITIONS) -> list[dict]:
         def load():
             if fmt == "parquet":
                 return spark.read.parquet(str(copy))
-            return (spark.read.format(fmt).option("includePayload", str(payload).lower())
-                    .option("buildLog", str(build_log)).load(str(path)))
+            reader = spark.read.format(fmt).option("includePayload", str(payload).lower())
+            if fmt == "segmentlog_ceiling":   # segmentlog refuses an option it does not know
+                reader = reader.option("buildLog", str(build_log))
+            return reader.load(str(path))
         return load
 
     plans = [(q, fn, True) for q, fn in QUERIES.items()]
@@ -153,10 +156,7 @@ def run(repetitions: int = REPETITIONS) -> list[dict]:
                   "segmentlog / ceiling (best runs)": min(raw["segmentlog"]) / min(raw["ceiling"]),
                   "segmentlog / parquet": ratio(raw, "segmentlog", "parquet")}
         targets = [("segmentlog / ceiling", CEILING_TARGET)]
-        name = f"scan: {query}"
-        if not payload:
-            name += " includePayload=false"
-            targets.append(("segmentlog / parquet", PARQUET_TARGET))
+        name = f"scan: {query}" + ("" if payload else " includePayload=false")
         notes = f"ceiling rebuilt its batches {rebuilt}x during timed runs" if rebuilt else ""
         rows.append(case(name, data=data, repetitions=repetitions, raw=raw, ratios=ratios,
                          targets=targets, notes=notes, answer=repr(answers["segmentlog"])))

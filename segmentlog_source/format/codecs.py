@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import struct
+import threading
 import zlib
 
 import cramjam
@@ -300,19 +301,33 @@ def _xxh32(data) -> int:
     return xxhash.xxh32_intdigest(data)
 
 
+_ZSTD_SCRATCH_BYTES = 1 << 20
+_zstd_scratch = threading.local()
+
+
 def _unzstd(data: memoryview, max_output: int) -> bytes:
     # cramjam decodes into a caller's buffer and fails once it is full, which bounds the output.
     # A small first buffer keeps the common case cheap; only a payload that outgrows it pays for
     # a second pass into one of the full size (np.empty: pages are only touched when written).
-    first = min(max_output + 1, max(1 << 20, 32 * len(data)))
+    # The small one is a per-thread scratch, its output copied out: a fresh MiB per batch cost an
+    # mmap, page faults and a munmap each, up to as much again as the decompression itself.
+    first = min(max_output + 1, max(_ZSTD_SCRATCH_BYTES, 32 * len(data)))
     for size in (first, max_output + 1) if first <= max_output else (first,):
-        buffer = np.empty(size, np.uint8)
+        reuse = size == _ZSTD_SCRATCH_BYTES
+        buffer = _zstd_scratch_buffer() if reuse else np.empty(size, np.uint8)
         try:
             written = cramjam.zstd.decompress_into(data, buffer)
         except cramjam.DecompressionError as exc:
             if "write whole buffer" in str(exc):  # the output did not fit
                 continue
             raise
-        if written <= max_output:
-            return memoryview(buffer)[:written]   # no copy: big payloads must not cost two
+        if written <= max_output:   # big payloads: no copy, they must not cost two
+            return bytes(buffer[:written]) if reuse else memoryview(buffer)[:written]
     raise _too_big("zstd", max_output)
+
+
+def _zstd_scratch_buffer() -> np.ndarray:
+    buffer = getattr(_zstd_scratch, "buffer", None)
+    if buffer is None:
+        buffer = _zstd_scratch.buffer = np.empty(_ZSTD_SCRATCH_BYTES, np.uint8)
+    return buffer
