@@ -25,6 +25,9 @@ question with the peers side by side), and prints the table. Modules, in order:
                 against fastavro alone on the same payloads, in one process and in Spark (~2.5 min)
     views       bench/views.py: view=batches' records per partition and per hour against
                 Parquet's same answers, bytes read, requests served from S3 (~3 min)
+    planner_scale  bench/planner_scale.py: plan_read on ~21,000 tiny segments (200 partitions, a
+                year of timestamps), a full scan and a 0.1% time range, locally and on moto S3:
+                seconds, peak RSS, requests (~15 min to upload the tree, then minutes per plan)
 decoder and writer are optional: missing or failing, they get a "not available" row.
 """
 
@@ -40,10 +43,10 @@ from .chart import draw
 from .common import RESULTS, case, machine_info, stop_spark, unavailable
 
 OURS = ("memory", "spark_scan", "selective", "scale", "object_store", "kafka_peer", "stream",
-        "compaction", "value_decoding", "views")
+        "compaction", "value_decoding", "views", "planner_scale")
 EXTERNAL = ("decoder", "writer")
 ORDER = ("decoder", "writer", "memory", "spark_scan", "selective", "scale", "object_store",
-         "kafka_peer", "stream", "compaction", "value_decoding", "views")
+         "kafka_peer", "stream", "compaction", "value_decoding", "views", "planner_scale")
 
 
 def external_rows(label: str, result) -> list[dict]:

@@ -10,6 +10,9 @@ timestamp options (ListOffsets) and the log end offset need; executors read the 
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -69,6 +72,7 @@ class _SegmentView:
         self._segment = segment
         self.base_offset = segment.base_offset
         self.log_path = segment.log_path
+        self._named: tuple[int, ...] | None = None
 
     @property
     def size(self) -> int:
@@ -98,13 +102,19 @@ class _SegmentView:
         self._segment.confirm_records(offset)
 
     def named_offsets(self):
-        segment = self._segment
-        if not segment.has_index_files:
-            return ()
-        return tuple(n for n in (
-            segment.offset_index.last_entry()[0] if len(segment.offset_index) else None,
-            segment.time_index.last_entry()[1] if len(segment.time_index) else None)
-            if n is not None)
+        # The last thing a task asks of its segment's indexes: then they are let go (the next
+        # segment's are opened next; a log may hold tens of thousands).
+        if self._named is None:
+            segment = self._segment
+            self._named = () if not segment.has_index_files else tuple(n for n in (
+                segment.offset_index.last_entry()[0] if len(segment.offset_index) else None,
+                segment.time_index.last_entry()[1] if len(segment.time_index) else None)
+                if n is not None)
+            segment.release_indexes()
+        return self._named
+
+    def release(self) -> None:
+        self._segment.release_indexes()
 
     def time_index_entries(self):
         confirmed = self._segment.max_timestamp_and_offset   # (the last entry, checked)
@@ -118,6 +128,29 @@ class _SegmentView:
                 timestamps = np.append(timestamps, max_ts)
                 offsets = np.append(offsets, max_offset)
         return timestamps, offsets
+
+
+class _IndexPositions(Mapping):
+    """Where the byte range of each planned segment may be cut: its `.index` positions, read
+    when group_tasks asks for them, which is only for the segments a cut falls in."""
+
+    def __init__(self, segments=()):
+        self._segments = {s.log_path: s for s in segments}
+
+    def __getitem__(self, path: str) -> np.ndarray:
+        segment = self._segments[path]
+        positions = segment.offset_index_entries()[1]
+        segment.release()
+        return positions
+
+    def __iter__(self):
+        return iter(self._segments)
+
+    def __len__(self) -> int:
+        return len(self._segments)
+
+    def update(self, other: "_IndexPositions") -> None:
+        self._segments.update(other._segments)
 
 
 class _PartitionView:
@@ -200,15 +233,14 @@ def stream_offsets(opts: ReadOptions) -> dict[tuple[str, int], PartitionOffsets]
 
 
 def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter, plan: ReadPlan,
-                    pending_commits
-                    ) -> tuple[list[ScanTask], dict, list[AbortedRange], PlannedRange | None]:
+                    pending_commits) -> tuple[list[ScanTask], _IndexPositions,
+                                              list[AbortedRange], PlannedRange | None]:
     """One partition's scan tasks (planned through its indexes), the index positions where its
     ranges may be cut, the aborted transactions they may touch, and its offset range."""
     fs = log.fs
-    # What the log end offset needs (and, for timestamp options, ListOffsets, which looks
-    # at every segment's time index), fetched in parallel on object stores.
-    by_time = opts.starting.by_timestamp() or opts.ending.by_timestamp()
-    fs.prefetch(_index_paths(log.segments if by_time else log.segments[-1:]))
+    # What the log end offset needs, fetched in parallel on object stores. (ListOffsets reads
+    # ahead the indexes of the segments it passes over: partition_log.py.)
+    fs.prefetch(_index_paths(log.segments[-1:]))
     # What the neighbours say was lost, before the log end offset is taken: a writer may add
     # snapshots and checkpoints meanwhile, and those must not look as if they were beyond it.
     for loss in log.lost_data():
@@ -226,10 +258,14 @@ def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter,
     notes = [f"{s.index_problem}: read without it (rebuilt from the .log)"
              for s in log.segments if s.index_problem is not None]
     plan.notes.extend(notes)
+    touched = [lo < end and seg.base_offset < hi
+               for seg, end in zip(view.segments, segment_end_offsets(view))]
+    for seg, wanted in zip(view.segments, touched):
+        if not wanted:     # (what ListOffsets or the time floor opened to pass over them)
+            seg.release()
     if lo >= hi:
-        return [], {}, [], None
-    fs.prefetch(_index_paths(seg for seg, end in zip(log.segments, segment_end_offsets(view))
-                             if seg.base_offset < hi and end > lo))
+        return [], _IndexPositions(), [], None
+    fs.prefetch(_index_paths(seg for seg, wanted in zip(log.segments, touched) if wanted))
 
     def missing(seg, first: int, end: int) -> None:
         _data_loss(opts, plan, f"offsets {first}..{end - 1} of {log.name} are missing: "
@@ -241,8 +277,8 @@ def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter,
                                          for t in plan_partition(view, start, end, on_missing)])
 
     tasks = tasks_for(lo, hi, missing)
-    positions = {seg.log_path: seg.offset_index_entries()[1] for seg in view.segments
-                 if any(t.path == seg.log_path for t in tasks)}
+    paths = {t.path for t in tasks}
+    positions = _IndexPositions(seg for seg in view.segments if seg.log_path in paths)
     plan.notes.extend(f"{s.index_problem}: read without it (rebuilt from the .log)"
                       for s in log.segments if s.index_problem is not None
                       and f"{s.index_problem}: read without it (rebuilt from the .log)"
@@ -259,7 +295,7 @@ def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter,
 
 def _salvage_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter,
                        plan: ReadPlan
-                       ) -> tuple[list[ScanTask], dict, list[AbortedRange], None]:
+                       ) -> tuple[list[ScanTask], _IndexPositions, list[AbortedRange], None]:
     """failOnDataLoss=false, when a partition's indexes or tail cannot be trusted to plan it:
     every segment read whole from its first byte, the executor's salvaging scan keeping what
     its neighbours vouch for; the range is the options' offsets (earliest, latest or numbers).
@@ -289,16 +325,17 @@ def _salvage_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilt
                                   file_size=size, segment_base=segment.base_offset,
                                   ends_segment=True, next_segment_base=next_base,
                                   named_offsets=named))
-    return _with_snapshot_ends(log, tasks), {}, [], None
+    return _with_snapshot_ends(log, tasks), _IndexPositions(), [], None
 
 
 def _with_snapshot_ends(log: PartitionLog, tasks: list[ScanTask]) -> list[ScanTask]:
     """A producer snapshot at N says a batch ended at N - 1: a file beside the `.log` that
     confirms the offsets of a batch that salvaging found after damage (checked_scan.py)."""
-    ends = [n - 1 for n in log.snapshot_offsets()]
-    return [replace(t, named_offsets=t.named_offsets + tuple(
-        e for e in ends if t.segment_base <= e and (t.next_segment_base is None
-                                                    or e < t.next_segment_base)))
+    ends = [n - 1 for n in log.snapshot_offsets()]   # (sorted: each task's are a slice)
+    return [replace(t, named_offsets=t.named_offsets + tuple(ends[
+        bisect.bisect_left(ends, t.segment_base):
+        len(ends) if t.next_segment_base is None
+        else bisect.bisect_left(ends, t.next_segment_base)]))
             for t in tasks]
 
 
@@ -314,6 +351,29 @@ def _index_paths(segments) -> list[str]:
     return [path for s in segments for path in (s.index_path, s.time_index_path)]
 
 
+def _parallelism(partitions) -> int:
+    """How many partitions to plan at once: on object stores, their `parallelism` (planning
+    waits on requests, one at a time per partition); locally one (it waits on the CPU)."""
+    return min((getattr(getattr(p.fs, "config", None), "parallelism", 1) for p in partitions),
+               default=1)
+
+
+def _each_in_order(plan_one, partitions, parallelism: int):
+    """plan_one(p) for each partition, in order; with `parallelism` > 1 in threads. The first
+    failure in partition order is the one raised, as if they were planned one by one. The
+    first partition is planned alone: a store that refuses every request (access denied, no
+    such bucket) fails one request, not one per thread."""
+    if parallelism <= 1 or len(partitions) <= 1:
+        yield from map(plan_one, partitions)
+        return
+    yield plan_one(partitions[0])
+    pool = ThreadPoolExecutor(max_workers=parallelism)
+    try:
+        yield from pool.map(plan_one, partitions[1:])
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPlan:
     stats = IOStats()
     found = find_partitions(list(opts.paths), config=opts.store)
@@ -326,16 +386,16 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
     if row_filter.is_empty:
         return plan
     tasks: list[ScanTask] = []
-    positions: dict[str, np.ndarray] = {}
+    positions = _IndexPositions()
     aborted: list[AbortedRange] = []
     ranges: list[PlannedRange] = []
     whole: list[ScanTask] = []      # planned without an offset range: never cut by records
     pending_commits = _PendingCommits()
+    selected = [p for p in found if opts.selects_partition(p.topic, p.partition)
+                and row_filter.selects(p.topic, p.partition)]
 
-    for pdir in found:
-        if not (opts.selects_partition(pdir.topic, pdir.partition)
-                and row_filter.selects(pdir.topic, pdir.partition)):
-            continue
+    def plan_one(pdir):
+        part = ReadPlan([])    # this partition's notes, merged in partition order below
         try:
             log = PartitionLog.open(pdir.path, pdir.fs, topic=pdir.topic,
                                     partition=pdir.partition, stats=stats,
@@ -343,13 +403,12 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
         except CorruptDataError as err:   # the data directory's log-start-offset-checkpoint
             if opts.fail_on_data_loss:
                 raise
-            plan.notes.append(f"{err}: the log starts at its first segment")
+            part.notes.append(f"{err}: the log starts at its first segment")
             log = PartitionLog.open(pdir.path, pdir.fs, topic=pdir.topic,
                                     partition=pdir.partition, stats=stats, salvage=True,
                                     read_log_start_checkpoint=False)
         try:
-            part_tasks, part_positions, part_aborted, planned = _plan_partition(
-                log, opts, row_filter, plan, pending_commits)
+            planned = _plan_partition(log, opts, row_filter, part, pending_commits)
         except (CorruptDataError, DataLossError, LogNotFoundError) as err:
             # (a timestamp bound needs the indexes' ListOffsets, read_committed the aborted
             # transactions they list: without them no salvage returns only the right rows)
@@ -357,19 +416,24 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
                     or opts.ending.by_timestamp()):
                 raise
             # Salvaging: what could not be planned through the indexes is read whole.
-            plan.notes.append(f"{err}: reading the segments of {log.name} whole")
-            part_tasks, part_positions, part_aborted, planned = _salvage_partition(
-                log, opts, row_filter, plan)
-        if planned is not None:
-            ranges.append(planned)
-        else:
-            whole.extend(part_tasks)
+            part.notes.append(f"{err}: reading the segments of {log.name} whole")
+            planned = _salvage_partition(log, opts, row_filter, part)
+        log.fs.forget(log.directory)   # what the partition's planning read (object stores)
+        return part.notes, planned
+
+    for notes, (part_tasks, part_positions, part_aborted, planned) in _each_in_order(
+            plan_one, selected, _parallelism(selected)):
+        plan.notes.extend(notes)
+        if opts.max_records_per_partition is not None:   # (a planned range holds its log)
+            if planned is not None:
+                ranges.append(planned)
+            else:
+                whole.extend(part_tasks)
         tasks.extend(part_tasks)
         positions.update(part_positions)
         aborted.extend(part_aborted)
     for view in {id(p.fs): p.fs for p in found}.values():   # listings and prefetched files
-        stats.bytes_read += view.stats.bytes_read
-        stats.read_requests += view.stats.read_requests
+        stats.merge(view.stats)
     if opts.max_records_per_partition is None:
         groups = group_tasks(tasks, positions, opts.max_bytes_per_partition, opts.min_partitions)
     else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 import math
-from typing import Callable
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -92,7 +92,7 @@ class PlannedRange:
     partition: int
     start: int
     end: int
-    positions: dict[str, np.ndarray]     # where the byte ranges of its segments may be cut
+    positions: Mapping[str, np.ndarray]  # where the byte ranges of its segments may be cut
     tasks_for: Callable[[int, int], list[ScanTask]]
 
 

@@ -11,9 +11,10 @@ offers), so it can be tested with plain fakes.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, replace
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -243,44 +244,54 @@ def _check_ends_below(before: SegmentView, seg: SegmentView) -> None:
                                before.log_path, None)
 
 
-def group_tasks(tasks: list[ScanTask], index_positions: dict[str, np.ndarray],
+def group_tasks(tasks: list[ScanTask], index_positions: Mapping[str, np.ndarray],
                 max_bytes: int, min_groups: int | None) -> list[tuple[ScanTask, ...]]:
     """Cut the tasks, taken in log order as one stream of bytes, into groups of about equal size.
 
     Each group becomes one Spark partition. Spark tasks cost ~30 ms each, so small segments are
     packed together, and big ones are cut at `.index` positions (batch starts, so never
     mid-batch): the cut points are the batch starts nearest to equal shares of the bytes.
+
+    One pass over the tasks and the cuts together: the cut nearest an equal share lies in the
+    task holding that share (its edges are places to cut too), so `index_positions` (a mapping
+    from a task's path to its `.index` positions, which may load them on demand) is asked only
+    for the tasks a cut falls in, unless more groups are wanted than tasks.
     """
     if not tasks:
         return []
-    total = sum(t.nbytes for t in tasks)
-    groups_wanted = max(min_groups or 1, math.ceil(total / max_bytes))
-    # Every place the stream may be cut, in stream coordinates: task edges and index entries.
-    candidates, starts, at = [], [], 0
-    for t in tasks:
-        starts.append(at)
-        positions = index_positions.get(t.path, _EMPTY)
-        inside = positions[(positions > t.start) & (positions < t.end)]
-        candidates.append(at)
-        candidates.extend(int(p) - t.start + at for p in inside)
-        at += t.nbytes
-    candidates = np.unique(np.array(candidates + [total], dtype=np.int64))
-    # no more groups than there are places to cut: a huge minPartitions (or a tiny
-    # maxBytesPerPartition) must not loop billions of times for nothing
-    groups_wanted = min(groups_wanted, len(candidates) - 1, MAX_GROUPS)
-    cuts = []
+    starts = list(itertools.accumulate((t.nbytes for t in tasks), initial=0))
+    total = starts.pop()
+    groups_wanted = min(max(min_groups or 1, math.ceil(total / max_bytes)), MAX_GROUPS)
+    edges = len(set(starts)) + (total not in starts)
+    if groups_wanted > edges - 1:
+        # no more groups than there are places to cut: a huge minPartitions (or a tiny
+        # maxBytesPerPartition) must not loop billions of times for nothing
+        places = edges + sum(len(_inside(t, at, index_positions)) for t, at in zip(tasks, starts))
+        groups_wanted = min(groups_wanted, places - 1)
+    cuts: list[int] = []
+    j, inside_of = 0, (-1, _EMPTY)
     for k in range(1, groups_wanted):
         ideal = k * total / groups_wanted
-        i = int(np.searchsorted(candidates, ideal))
-        options = [c for c in candidates[max(0, i - 1):i + 1]]
-        best = int(min(options, key=lambda c: abs(c - ideal)))
+        while j + 1 < len(tasks) and starts[j + 1] < ideal:
+            j += 1      # the last task starting below the share: the cut lies within its bytes
+        if inside_of[0] != j:
+            inside_of = (j, _inside(tasks[j], starts[j], index_positions))
+        inside = inside_of[1]
+        i = int(np.searchsorted(inside, ideal))
+        below = int(inside[i - 1]) if i > 0 else starts[j]
+        above = int(inside[i]) if i < len(inside) else starts[j] + tasks[j].nbytes
+        best = below if abs(below - ideal) <= abs(above - ideal) else above
         if 0 < best < total and (not cuts or best > cuts[-1]):
             cuts.append(best)
     bounds = [0] + cuts + [total]
-    groups = []
+    groups, first = [], 0
     for lo, hi in zip(bounds, bounds[1:]):
         group = []
-        for t, t_at in zip(tasks, starts):
+        while first < len(tasks) and starts[first] + tasks[first].nbytes <= lo:
+            first += 1
+        i = first
+        while i < len(tasks) and starts[i] < hi:
+            t, t_at = tasks[i], starts[i]
             a, b = max(lo, t_at), min(hi, t_at + t.nbytes)
             if b > a:
                 start, end = t.start + a - t_at, t.start + b - t_at
@@ -288,9 +299,21 @@ def group_tasks(tasks: list[ScanTask], index_positions: dict[str, np.ndarray],
                                      start_checked=t.start_checked and start == t.start,
                                      after_offset=t.after_offset if start == t.start else None,
                                      ends_segment=t.ends_segment and end == t.end))
+            i += 1
         if group:
             groups.append(tuple(group))
     return groups
+
+
+def _inside(task: ScanTask, at: int, index_positions: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The task's `.index` positions strictly inside its byte range, distinct, in stream
+    coordinates (the task starting at `at`)."""
+    positions = index_positions.get(task.path, _EMPTY)
+    inside = np.sort(np.asarray(positions[(positions > task.start) & (positions < task.end)],
+                                dtype=np.int64))
+    if len(inside) > 1:   # (np.unique: its hash table costs milliseconds even when empty)
+        inside = inside[np.concatenate(([True], inside[1:] != inside[:-1]))]
+    return inside - task.start + at
 
 
 _EMPTY = np.empty(0, dtype=np.int64)

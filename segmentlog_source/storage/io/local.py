@@ -257,8 +257,11 @@ class LocalFileSystem:
         return self
 
     # -- reads ---------------------------------------------------------------------------
-    def prefetch(self, paths) -> None:
+    def prefetch(self, paths, head_bytes: int | None = None) -> None:
         """Object stores read small files in parallel here; local reads need no help."""
+
+    def forget(self, directory: str) -> None:
+        """Object stores drop what a planner's view cached under `directory`; nothing here."""
 
     def open_read(self, path: str, stats: IOStats | None = None) -> RandomAccessFile:
         return RandomAccessFile(path, stats)

@@ -81,10 +81,10 @@ class _Tree:
     def covers(self, path: str) -> bool:
         return path == self.root or path.startswith(self.root + "/")
 
-    def has_read(self, path: str) -> bool:
-        """Whether the whole file is in `ranges` already."""
-        return any(start == 0 and len(data) == self.sizes[path]
-                   for start, data in self.ranges.get(path, ()))
+    def has_read(self, path: str, length: int | None = None) -> bool:
+        """Whether the whole file (or its first `length` bytes) is in `ranges` already."""
+        wanted = self.sizes[path] if length is None else min(length, self.sizes[path])
+        return any(start == 0 and len(data) >= wanted for start, data in self.ranges.get(path, ()))
 
 
 class ObjectStoreFileSystem:
@@ -238,26 +238,42 @@ class ObjectStoreFileSystem:
         count = len(data) // dtype.itemsize
         return np.frombuffer(data, dtype=dtype, count=count)
 
-    def prefetch(self, paths: Iterable[str]) -> None:
+    def prefetch(self, paths: Iterable[str], head_bytes: int | None = None) -> None:
         """Read small files of the listed tree in parallel, so later `read_all` / `map_array`
-        calls on them cost no request (an index per touched segment, say)."""
+        calls on them cost no request (an index per touched segment, say); with `head_bytes`,
+        only the first so many bytes of each (a segment's first batch header)."""
         if self._tree is None:
             return
         wanted = [p for p in dict.fromkeys(paths)
-                  if p in self._tree.sizes and not self._tree.has_read(p)]
+                  if p in self._tree.sizes and not self._tree.has_read(p, head_bytes)]
         if not wanted:
             return
 
         def fetch(path: str) -> IOStats:   # the file lands in the snapshot's byte cache
-            stats = IOStats()               # one per thread: IOStats is not thread-safe
+            stats = IOStats()               # one per thread, merged below
             with self.open_read(path, stats) as f:
-                f.read_at(0, f.size())
+                f.read_at(0, f.size() if head_bytes is None else head_bytes)
             return stats
 
         with ThreadPoolExecutor(max_workers=min(self.config.parallelism, len(wanted))) as pool:
             for stats in pool.map(fetch, wanted):
-                self.stats.bytes_read += stats.bytes_read
-                self.stats.read_requests += stats.read_requests
+                self.stats.merge(stats)
+
+    def forget(self, directory: str) -> None:
+        """Drop the bytes read and the objects opened under `directory` (a partition a planner
+        is done with): a view keeps what it read for as long as it is asked about those files,
+        and a tree of tens of thousands of segments must not keep every index it read. What
+        is read again later costs a request again; the listing stays."""
+        if self._tree is None:
+            return
+        prefix = directory.rstrip("/") + "/"
+        # (list() snapshots a dict that the threads planning other partitions may grow)
+        for path in [p for p in list(self._tree.ranges) if p.startswith(prefix)]:
+            self._tree.ranges.pop(path, None)
+        for path in [p for p in list(self._tree.handles) if p.startswith(prefix)]:
+            handle = self._tree.handles.pop(path, None)
+            if handle is not None:
+                handle.close()
 
     # -- writes: refused -------------------------------------------------------------------------
     def ensure_writable(self, path: str) -> None:

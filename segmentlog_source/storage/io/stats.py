@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+import threading
+
+# One lock for every IOStats (a planner plans an object store's partitions in threads, which
+# count into one listing view's stats); uncontended otherwise, and a lock per instance would
+# stop IOStats from being pickled.
+_LOCK = threading.Lock()
 
 
 @dataclass
@@ -13,5 +19,11 @@ class IOStats:
     read_requests: int = 0
 
     def add(self, nbytes: int) -> None:
-        self.bytes_read += nbytes
-        self.read_requests += 1
+        with _LOCK:
+            self.bytes_read += nbytes
+            self.read_requests += 1
+
+    def merge(self, other: "IOStats") -> None:
+        with _LOCK:
+            self.bytes_read += other.bytes_read
+            self.read_requests += other.read_requests

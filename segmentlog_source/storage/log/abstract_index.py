@@ -108,6 +108,11 @@ class AbstractIndex:
         return len(self) >= self.max_entries
 
     @property
+    def writable(self) -> bool:
+        """Whether a writer appends to this index (its file is open for appending)."""
+        return self._file is not None
+
+    @property
     def is_trimmed(self) -> bool:
         """True when the file holds exactly its entries (the state a clean close leaves)."""
         return self._file_length == len(self) * self.dtype.itemsize

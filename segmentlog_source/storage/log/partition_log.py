@@ -13,7 +13,7 @@ import struct
 from typing import Iterable, Iterator
 
 from ...errors import BadOptionError, CorruptDataError, DataLossError, LogNotFoundError
-from ...format.batch import BatchHeader, parse_header
+from ...format.batch import V2_HEADER_SIZE, BatchHeader, parse_header
 from ..io.filesystem import filesystem_for
 from ..io.stats import IOStats
 from ..log_files import (CLEANER_OFFSET_CHECKPOINT, CLEANING_INTENT, LOG_START_OFFSET_CHECKPOINT,
@@ -39,6 +39,7 @@ from .segment_order import check_meets_next, check_passed_over, check_segment_or
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
+LOOKUP_PREFETCH = 8   # segments whose indexes a lookup by timestamp reads ahead, at once
 
 _BASE_OFFSET = struct.Struct(">q")
 _LEADER_EPOCH = struct.Struct(">i")
@@ -260,6 +261,9 @@ class PartitionLog:
             raise BadOptionError("timestamp", timestamp, "must be >= 0, or -1, -2, -3")
         self.check_segment_order()
         for i, segment in enumerate(self.segments):
+            if i % LOOKUP_PREFETCH == 0:   # (object stores: the indexes it may pass over next)
+                self.fs.prefetch(p for s in self.segments[i:i + LOOKUP_PREFETCH]
+                                 if not s.active for p in (s.index_path, s.time_index_path))
             if segment.largest_timestamp >= timestamp:
                 found = segment.offset_for_timestamp(timestamp, self.log_start_offset)
                 if found is None:   # (a segment with no timestamp says its mtime: go on)
@@ -270,11 +274,14 @@ class PartitionLog:
                 if i + 1 < len(self.segments):
                     check_meets_next(segment, self.segments[i + 1])
                 return None if found[0] >= self.log_end_offset else found[0]
+            segment.release_indexes()   # passed over: a log may have tens of thousands
         return None
 
     def check_segment_order(self) -> None:
         """Confirm each file name by its first batch, once (segment_order.py says why)."""
         if not self._order_checked:
+            # (object stores: every segment's first header, read in parallel beforehand)
+            self.fs.prefetch((s.log_path for s in self.segments), head_bytes=V2_HEADER_SIZE)
             check_segment_order(self.segments)
             self._order_checked = True
 

@@ -1,0 +1,185 @@
+"""Planning scales with the segments a read touches, not with the bytes or age of the log.
+
+Data (generated once into ~/.cache/segmentlog/bench, or $SEGMENTLOG_BENCH_CACHE, by segmentlog's
+own generator, so segments, indexes, time indexes and producer snapshots are what a broker
+writes): topic `events`, 200 partitions, 4,800,000 records of 20-byte values and null keys
+(round-robin, 10 per batch), timestamps spread evenly over a year, segments of 8 KiB: 105 per
+partition, 21,000 in all (84,800 files, 167 MB of `.log`). The same tree is copied to an
+S3-compatible server on loopback (moto, segmentlog_source/devtools/s3_server.py) once per run:
+~15 min, and moto takes ~40 s to list it.
+
+Each plan runs in a fresh interpreter, so its peak RSS is its own; the RSS of an interpreter
+that only imports the planner is subtracted. Measured per plan: wall seconds of `plan_read`,
+peak RSS above that baseline, groups planned, what the planner says it read (bytes and
+requests), and on S3 every request the server saw. Three plans of each locally, one on S3.
+* full scan: no options (every partition, earliest to latest);
+* time range 0.1%: startingTimestamp/endingTimestamp over 0.1% of the year, from 30% of it.
+Targets: a full scan planned in <= 60 s and <= 1000 MB above the baseline; the 0.1% time range
+in <= 5 s.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .common import MB, REPO, case, log_bytes
+
+CACHE = Path(os.environ.get("SEGMENTLOG_BENCH_CACHE")
+             or os.path.expanduser("~/.cache/segmentlog/bench"))
+YEAR_MS = 365 * 24 * 3600 * 1000
+START = 1_700_000_000_000
+RECORDS = 4_800_000
+PARAMS = dict(topics=["events"], partitions=200, records=RECORDS, codec="none", key_size=0,
+              value_size=20, records_per_batch=10, segment_bytes=8192, seed=3,
+              start_timestamp=START, timestamp_step_ms=YEAR_MS // RECORDS)
+REPETITIONS = 3       # locally; on S3 one (each plan waits minutes on moto's requests)
+FULL_SECONDS, FULL_MB, RANGE_SECONDS = 60.0, 1000.0, 5.0
+
+
+def tree() -> Path:
+    """The generated data directory, made once per parameter set (`<dir>.json`, written last,
+    says it is whole)."""
+    from segmentlog_source.cli.generate import generate_log
+
+    key = hashlib.sha1(json.dumps(PARAMS, sort_keys=True).encode()).hexdigest()[:10]
+    path, done = CACHE / f"planner_scale-{key}", CACHE / f"planner_scale-{key}.json"
+    if done.exists() and path.is_dir():
+        return path
+    if path.exists():
+        shutil.rmtree(path)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    print(f"generating {path}: {PARAMS}", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    result = generate_log(str(path), quiet=True, **PARAMS)
+    segments = sum(1 for _ in path.glob("*/*.log"))
+    done.write_text(json.dumps({"params": PARAMS, "records": result.total_records,
+                                "segments": segments, "log_bytes": log_bytes(path),
+                                "seconds": round(time.perf_counter() - started, 1)}, indent=1))
+    return path
+
+
+def time_range() -> dict[str, str]:
+    """startingTimestamp/endingTimestamp over 0.1% of the year, from 30% of it."""
+    lo = START + 3 * YEAR_MS // 10
+    return {"startingTimestamp": str(lo), "endingTimestamp": str(lo + YEAR_MS // 1000)}
+
+
+QUERIES = {"full scan": {}, "time range 0.1%": time_range()}
+
+
+# -- one plan, in a fresh interpreter ------------------------------------------------------------
+
+def _child(spec: dict) -> dict:
+    """Run in the child: import the planner, then (unless a baseline) plan once."""
+    import importlib
+    import resource
+
+    from segmentlog_source.plan.options import parse_read_options
+    from segmentlog_source.plan.read_plan import plan_read
+
+    importlib.import_module("pyarrow.fs")   # the baseline imports what an S3 plan imports
+
+    out = {}
+    if spec.get("options") is not None:
+        opts = parse_read_options(spec["options"])
+        started = time.perf_counter()
+        plan = plan_read(opts)
+        out = {"seconds": time.perf_counter() - started, "groups": len(plan.groups),
+               "tasks": sum(len(g.tasks) for g in plan.groups), "planned_bytes": plan.nbytes,
+               "planner_bytes": plan.planner_io.bytes_read,
+               "planner_requests": plan.planner_io.read_requests}
+    out["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / MB
+    return out
+
+
+def run_child(options: dict | None) -> dict:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
+    done = subprocess.run([sys.executable, "-m", "bench.planner_scale", "--child",
+                           json.dumps({"options": options})], cwd=REPO, env=env,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"planning child failed: {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure(side: str, path: str, extra: dict, repetitions: int, s3=None) -> dict:
+    """{query: {runs: [child results], baseline_mb, s3_requests}} for one copy of the tree."""
+    baseline = statistics.median(run_child(None)["max_rss_mb"] for _ in range(2))
+    out = {}
+    for name, query in QUERIES.items():
+        runs, served = [], []
+        for _ in range(repetitions):
+            if s3 is not None:
+                s3.reset_counts()
+            runs.append(run_child({"path": path, **query, **extra}))
+            if s3 is not None:
+                served.append(len(s3.requests()))
+        out[name] = {"runs": runs, "baseline_mb": baseline, "s3_requests": served}
+        print(f"   {side} {name}: {statistics.median(r['seconds'] for r in runs):.2f} s, "
+              f"{max(r['max_rss_mb'] for r in runs) - baseline:.0f} MB, "
+              f"{runs[0]['planner_requests']} requests", file=sys.stderr, flush=True)
+    return out
+
+
+def rows_of(side: str, measured: dict, data: str) -> list[dict]:
+    rows = []
+    for name, m in measured.items():
+        runs = m["runs"]
+        seconds = [r["seconds"] for r in runs]
+        rss = max(r["max_rss_mb"] for r in runs) - m["baseline_mb"]
+        first = runs[0]
+        limit = FULL_SECONDS if name == "full scan" else RANGE_SECONDS
+        ratios = {f"plan s / {limit:g} s": statistics.median(seconds) / limit,
+                  f"RSS MB / {FULL_MB:g} MB": rss / FULL_MB}
+        targets = [(f"plan s / {limit:g} s", 1.0)]
+        if name == "full scan":
+            targets.append((f"RSS MB / {FULL_MB:g} MB", 1.0))
+        served = (f", {statistics.median(m['s3_requests']):,.0f} requests at the server"
+                  if m["s3_requests"] else "")
+        rows.append(case(
+            f"planner scale: {name} ({side})", data=data, repetitions=len(runs),
+            raw={"plan": seconds}, ratios=ratios, targets=targets,
+            notes=(f"{rss:,.0f} MB RSS above an importing interpreter's "
+                   f"{m['baseline_mb']:,.0f} MB; {first['groups']:,} groups of "
+                   f"{first['tasks']:,} tasks; planner read {first['planner_bytes'] / 1000:,.0f}"
+                   f" KB in {first['planner_requests']:,} requests{served}"),
+            rss_mb=rss, groups=first["groups"], tasks=first["tasks"],
+            planner_bytes=first["planner_bytes"], planner_requests=first["planner_requests"],
+            server_requests=m["s3_requests"]))
+    return rows
+
+
+def run(repetitions: int = REPETITIONS) -> list[dict]:
+    from segmentlog_source.devtools.s3_server import S3Server
+
+    path = tree()
+    info = json.loads((path.parent / f"{path.name}.json").read_text())
+    data = (f"{info['records']:,} records, 200 partitions, {info['segments']:,} segments of "
+            f"8 KiB, {info['log_bytes'] / MB:,.0f} MB of .log, a year of timestamps")
+    rows = rows_of("local", measure("local", str(path), {}, repetitions), data)
+    with S3Server() as s3:
+        s3.create_bucket("bench")
+        uri = "s3://bench/log"
+        started = time.perf_counter()
+        s3.upload_tree(path, uri)
+        upload_s = time.perf_counter() - started
+        print(f"   uploaded in {upload_s:.0f} s", file=sys.stderr, flush=True)
+        rows += rows_of("S3", measure("S3", uri, s3.storage_options, 1, s3),
+                        data + f", on moto S3 (loopback; upload took {upload_s:.0f} s)")
+    return rows
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--child"]:
+        print(json.dumps(_child(json.loads(sys.argv[2]))))
+    else:
+        print(json.dumps(run(), indent=1, default=str))
