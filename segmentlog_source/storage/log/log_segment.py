@@ -46,10 +46,10 @@ class LogSegment:
         self._offset_index: OffsetIndex | None = None
         self._time_index: TimeIndex | None = None
         self._txn_index: TransactionIndex | None = None
+        self._indexes_from_files = False   # (not rebuilt from the `.log`: cheap to open again)
         self._tail: tuple | None = None
         self._size: int | None = None
         self._confirmed_max: tuple[int, int] | None = None
-        self._following: BatchHeader | None = None
         # Salvaging, an index that fails its checks is rebuilt from the `.log` (in memory)
         # instead of failing the read; index_problem says why.
         self.rebuild_bad_indexes = rebuild_bad_indexes
@@ -100,6 +100,7 @@ class LogSegment:
                 offset_index.sanity_check(log_size=self.size)
                 time_index.sanity_check()
                 self._offset_index, self._time_index = offset_index, time_index
+                self._indexes_from_files = True
                 return
             except CorruptDataError as err:
                 if not self.rebuild_bad_indexes:
@@ -112,6 +113,18 @@ class LogSegment:
         self._offset_index, self._time_index = rebuild_indexes(
             headers, self.base_offset, max_index_bytes=self.max_index_bytes,
             log_path=self.log_path)
+
+    def release_indexes(self) -> None:
+        """Let go of a reader's loaded offset and time indexes; the next use opens (and checks)
+        them again. A planner calls it once it has what it needs of a segment: a mapped index
+        holds a file descriptor (and an object store's, its bytes), and a log may have tens of
+        thousands of segments. Indexes rebuilt from the `.log` or appended to are kept."""
+        if not self._indexes_from_files or any(
+                index is not None and index.writable
+                for index in (self._offset_index, self._time_index)):
+            return
+        self._offset_index = self._time_index = None
+        self._indexes_from_files = False
 
     # -- scans -----------------------------------------------------------------------------
     def iter_entries(self, start: int = 0, end: int | None = None, *,
@@ -189,7 +202,6 @@ class LogSegment:
         slot = self.offset_index.slot_for(offset - self.base_offset) - 1
         position = self.offset_index.entry(slot)[1] if slot >= 0 else 0
         previous, found, before_found = None, None, None
-        self._following = None   # (the header read past the answer: _confirm_largest uses it)
         for header, _ in self._scan_from_index_entry(slot, position, bodies=False,
                                                      chunk_bytes=probe_bytes):
             first = header.base_offset if header.first_offset_known else header.last_offset
@@ -199,7 +211,6 @@ class LogSegment:
                     f"previous batch's last offset {previous} (offsets must increase)",
                     self.log_path, header.position)
             if found is not None:   # the batch after the answer vouches for its offsets too
-                self._following = header
                 return found, before_found
             if header.last_offset >= offset:
                 found, before_found = header, previous
@@ -323,7 +334,7 @@ class LogSegment:
                     raise CorruptDataError(f"time index entry ({timestamp}, {offset}) names an "
                                            f"offset no batch holds", self.time_index_path, None)
                 self._confirm_time_entry(timestamp, offset, header)
-                self._confirm_largest(timestamp, offset, self._following)
+                self._confirm_largest(timestamp, offset, header)
             self._confirmed_max = (timestamp, offset)
         return self._confirmed_max
 
@@ -401,16 +412,19 @@ class LogSegment:
                 f"offset {offset} (at byte {header.position} of {self.log_path}), whose largest "
                 f"timestamp is {header.max_timestamp}", self.time_index_path, None)
 
-    def _confirm_largest(self, timestamp: int, offset: int, following: BatchHeader | None
-                         ) -> None:
+    def _confirm_largest(self, timestamp: int, offset: int, holder: BatchHeader) -> None:
         """A closed segment's time index ends with its largest timestamp (written at the roll),
-        so the batch after the one holding that entry's offset has none larger: one that does
-        says the index lost its last entries, and lookups would skip the segment on them."""
-        if following is not None and following.max_timestamp > timestamp:
-            raise CorruptDataError(
-                f"the last time index entry ({timestamp}, {offset}) is not the segment's largest "
-                f"timestamp: the batch at byte {following.position} of {self.log_path} has "
-                f"{following.max_timestamp} (entries lost?)", self.time_index_path, None)
+        so no batch after the one holding that entry's offset has a larger one: one that does
+        says the index lost its last entries, and lookups would skip the segment on them. Every
+        header after it is read (bodies skipped): the roll's entry names the segment's largest
+        timestamp, so with timestamps in order that is the last batch or two."""
+        for header, _ in self.iter_headers(holder.end, self.size,
+                                           chunk_bytes=self.fs.read_ahead_bytes):
+            if header.max_timestamp > timestamp:
+                raise CorruptDataError(
+                    f"the last time index entry ({timestamp}, {offset}) is not the segment's "
+                    f"largest timestamp: the batch at byte {header.position} of {self.log_path} "
+                    f"has {header.max_timestamp} (entries lost?)", self.time_index_path, None)
 
     def offset_of_max_timestamp(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record holding the segment's max timestamp (-3)."""
@@ -434,6 +448,7 @@ class LogSegment:
             if index is not None:
                 index.close()
         self._offset_index = self._time_index = self._txn_index = None
+        self._indexes_from_files = False
         self._tail = None
         self._size = None
         self._confirmed_max = None
