@@ -24,14 +24,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "bench" / "data"          # git-ignored
+# Logs of several GB live outside the repository: $SEGMENTLOG_BENCH_CACHE, or this.
+CACHE = Path(os.environ.get("SEGMENTLOG_BENCH_CACHE")
+             or Path.home() / ".cache" / "segmentlog" / "bench")
 RESULTS = REPO / "bench" / "results"
 MB = 1_000_000
 
 
 # -- data ------------------------------------------------------------------------------------
 
-def dataset(name: str, **params) -> Path:
-    """A log made by `generate_log(**params)` in bench/data, generated once per parameter set.
+def dataset(name: str, *, root: Path = DATA, **params) -> Path:
+    """A log made by `generate_log(**params)` in `root` (bench/data, or CACHE for the big ones),
+    generated once per parameter set.
 
     The directory is named after a hash of the parameters; `<dir>.json` next to it is written
     last, so a half-written directory (an interrupted run) is made again.
@@ -39,20 +43,32 @@ def dataset(name: str, **params) -> Path:
     from segmentlog_source.cli.generate import generate_log
 
     key = hashlib.sha1(json.dumps(params, sort_keys=True).encode()).hexdigest()[:10]
-    path = DATA / f"{name}-{key}"
-    done = DATA / f"{name}-{key}.json"
+    path = root / f"{name}-{key}"
+    done = root / f"{name}-{key}.json"
     if done.exists() and path.is_dir():
         return path
     if path.exists():
         shutil.rmtree(path)
-    DATA.mkdir(parents=True, exist_ok=True)
-    print(f"generating {path.name}: {params}", file=sys.stderr, flush=True)
+    root.mkdir(parents=True, exist_ok=True)
+    print(f"generating {path}: {params}", file=sys.stderr, flush=True)
     start = time.perf_counter()
     result = generate_log(str(path), **params)
     done.write_text(json.dumps({"params": params, "records": result.total_records,
+                                "segments": sum(1 for _ in path.glob("*/*.log")),
                                 "log_bytes": log_bytes(path),
                                 "seconds": round(time.perf_counter() - start, 1)}, indent=1))
     return path
+
+
+def upload(s3, path: Path, name: str) -> tuple[str, float]:
+    """The tree at `path` copied to s3://bench/<name> on a loopback S3 server (its first upload
+    creates the bucket): (its URI, the seconds the upload took)."""
+    if not getattr(s3, "bench_bucket", False):
+        s3.create_bucket("bench")
+        s3.bench_bucket = True
+    started = time.perf_counter()
+    s3.upload_tree(path, f"s3://bench/{name}")
+    return f"s3://bench/{name}", time.perf_counter() - started
 
 
 def log_bytes(path: Path) -> int:

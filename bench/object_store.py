@@ -15,9 +15,9 @@ Target: bytes served <= 1% of the log's bytes.
 from __future__ import annotations
 
 import json
-import time
 
-from .common import case, dataset, describe, log_bytes, ratio, spark_session, take_turns
+from .common import (case, dataset, describe, log_bytes, ratio, spark_session, take_turns,
+                     upload)
 from .selective import START, queries, spark_count
 
 PARAMS = dict(topics=["events"], partitions=1, codec="none", key_size=16, value_size=100,
@@ -37,11 +37,7 @@ def run(repetitions: int = REPETITIONS) -> list[dict]:
     data = describe(path, PARAMS) + ", on moto S3 (loopback)"
     rows = []
     with S3Server() as s3:
-        s3.create_bucket("bench")
-        uri = "s3://bench/log"
-        started = time.perf_counter()
-        s3.upload_tree(path, uri)
-        upload_s = time.perf_counter() - started
+        uri, upload_s = upload(s3, path, "log")
         for name, (options, offset, (lo, hi)) in queries(PARAMS["records"]).items():
             remote = {**options, **s3.storage_options}
             s3.reset_counts()

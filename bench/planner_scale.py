@@ -6,7 +6,7 @@ writes): topic `events`, 200 partitions, 4,800,000 records of 20-byte values and
 (round-robin, 10 per batch), timestamps spread evenly over a year, segments of 8 KiB: 105 per
 partition, 21,000 in all (84,800 files, 167 MB of `.log`). The same tree is copied to an
 S3-compatible server on loopback (moto, segmentlog_source/devtools/s3_server.py) once per run:
-~15 min, and moto takes ~40 s to list it.
+~15 min, and moto takes ~40 s to list it; by default only 20 of its partitions (below).
 
 Each plan runs in a fresh interpreter, so its peak RSS is its own; the RSS of an interpreter
 that only imports the planner is subtracted. Measured per plan: wall seconds of `plan_read`,
@@ -20,20 +20,18 @@ in <= 5 s.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-from .common import MB, REPO, case, log_bytes
+from .common import CACHE, MB, REPO, case, dataset, upload
 
-CACHE = Path(os.environ.get("SEGMENTLOG_BENCH_CACHE")
-             or os.path.expanduser("~/.cache/segmentlog/bench"))
 YEAR_MS = 365 * 24 * 3600 * 1000
 START = 1_700_000_000_000
 RECORDS = 4_800_000
@@ -41,29 +39,16 @@ PARAMS = dict(topics=["events"], partitions=200, records=RECORDS, codec="none", 
               value_size=20, records_per_batch=10, segment_bytes=8192, seed=3,
               start_timestamp=START, timestamp_step_ms=YEAR_MS // RECORDS)
 REPETITIONS = 3       # locally; on S3 one (each plan waits minutes on moto's requests)
+# moto serves ~35-240 requests/s: the whole tree on S3 takes ~40 min (a 15 min upload, then
+# 4 and 17 min of plans), so `make bench` plans 20 partitions there (2,100 segments);
+# SEGMENTLOG_BENCH_PLANNER_S3_PARTITIONS=200 measures the whole tree.
+S3_PARTITIONS = int(os.environ.get("SEGMENTLOG_BENCH_PLANNER_S3_PARTITIONS", "20"))
 FULL_SECONDS, FULL_MB, RANGE_SECONDS = 60.0, 1000.0, 5.0
 
 
 def tree() -> Path:
-    """The generated data directory, made once per parameter set (`<dir>.json`, written last,
-    says it is whole)."""
-    from segmentlog_source.cli.generate import generate_log
-
-    key = hashlib.sha1(json.dumps(PARAMS, sort_keys=True).encode()).hexdigest()[:10]
-    path, done = CACHE / f"planner_scale-{key}", CACHE / f"planner_scale-{key}.json"
-    if done.exists() and path.is_dir():
-        return path
-    if path.exists():
-        shutil.rmtree(path)
-    CACHE.mkdir(parents=True, exist_ok=True)
-    print(f"generating {path}: {PARAMS}", file=sys.stderr, flush=True)
-    started = time.perf_counter()
-    result = generate_log(str(path), quiet=True, **PARAMS)
-    segments = sum(1 for _ in path.glob("*/*.log"))
-    done.write_text(json.dumps({"params": PARAMS, "records": result.total_records,
-                                "segments": segments, "log_bytes": log_bytes(path),
-                                "seconds": round(time.perf_counter() - started, 1)}, indent=1))
-    return path
+    """The generated data directory, made once per parameter set."""
+    return dataset("planner_scale", root=CACHE, **PARAMS)
 
 
 def time_range() -> dict[str, str]:
@@ -166,15 +151,23 @@ def run(repetitions: int = REPETITIONS) -> list[dict]:
     data = (f"{info['records']:,} records, 200 partitions, {info['segments']:,} segments of "
             f"8 KiB, {info['log_bytes'] / MB:,.0f} MB of .log, a year of timestamps")
     rows = rows_of("local", measure("local", str(path), {}, repetitions), data)
-    with S3Server() as s3:
-        s3.create_bucket("bench")
-        uri = "s3://bench/log"
-        started = time.perf_counter()
-        s3.upload_tree(path, uri)
-        upload_s = time.perf_counter() - started
+    partitions = S3_PARTITIONS
+    with S3Server() as s3, tempfile.TemporaryDirectory(dir=CACHE) as subset:
+        if partitions < PARAMS["partitions"]:     # hard links: no copy of the bytes
+            for entry in path.iterdir():
+                number = entry.name.rsplit("-", 1)[-1]
+                keep = not (entry.is_dir() and number.isdigit()) or int(number) < partitions
+                if keep and entry.is_dir():
+                    shutil.copytree(entry, Path(subset) / entry.name, copy_function=os.link)
+                elif keep:
+                    os.link(entry, Path(subset) / entry.name)
+        uri, upload_s = upload(s3, Path(subset) if partitions < PARAMS["partitions"] else path,
+                               "log")
         print(f"   uploaded in {upload_s:.0f} s", file=sys.stderr, flush=True)
+        segments = info["segments"] * partitions // PARAMS["partitions"]
         rows += rows_of("S3", measure("S3", uri, s3.storage_options, 1, s3),
-                        data + f", on moto S3 (loopback; upload took {upload_s:.0f} s)")
+                        data + f"; on moto S3 (loopback; upload took {upload_s:.0f} s): "
+                        f"{partitions} of the partitions, {segments:,} segments")
     return rows
 
 

@@ -20,17 +20,13 @@ at 8 GB <= 1.2x those at 0.5 GB (its rows grow with the log: 0.1% of it, 4k to 6
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from pathlib import Path
-import shutil
 import sys
-import time
 
 from pyspark.sql import functions as F
 
-from .common import case, log_bytes, medians, ratio, spark_session, take_turns
+from .common import CACHE, case, dataset, log_bytes, medians, ratio, spark_session, take_turns
 
 START = 1_700_000_000_000
 YEAR_MS = 365 * 86_400_000
@@ -45,32 +41,6 @@ FLAT_RANGE = 1.2
 
 def params(records: int) -> dict:
     return dict(BASE, records=records, timestamp_step_ms=YEAR_MS // records)
-
-
-def cache_dir() -> Path:
-    env = os.environ.get("SEGMENTLOG_BENCH_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "segmentlog" / "bench"
-
-
-def cached_log(name: str, **options) -> Path:
-    """A log made by `generate_log(**options)` under cache_dir(), generated once per option set;
-    `<dir>.json` is written last, so an interrupted generation is made again."""
-    from segmentlog_source.cli.generate import generate_log
-
-    key = hashlib.sha1(json.dumps(options, sort_keys=True).encode()).hexdigest()[:10]
-    path, done = cache_dir() / f"{name}-{key}", cache_dir() / f"{name}-{key}.json"
-    if done.exists() and path.is_dir():
-        return path
-    if path.exists():
-        shutil.rmtree(path)
-    cache_dir().mkdir(parents=True, exist_ok=True)
-    print(f"generating {path}: {options}", file=sys.stderr, flush=True)
-    start = time.perf_counter()
-    result = generate_log(str(path), quiet=True, **options)
-    done.write_text(json.dumps({"params": options, "records": result.total_records,
-                                "log_bytes": log_bytes(path),
-                                "seconds": round(time.perf_counter() - start, 1)}, indent=1))
-    return path
 
 
 def time_range(records: int) -> tuple[dict, int]:
@@ -105,7 +75,7 @@ SCANS = {   # name -> (options, query, targeted)
 def run(repetitions: int = REPETITIONS, records: dict | None = None) -> list[dict]:
     records = records or RECORDS
     spark = spark_session()
-    logs = {size: cached_log("scale", **params(n)) for size, n in records.items()}
+    logs = {size: dataset("scale", root=CACHE, **params(n)) for size, n in records.items()}
     gb = {size: log_bytes(path) / 1e9 for size, path in logs.items()}
     data = ("1 topic x 4 partitions, 16 B keys, 100 B values, 100/batch, none, 1 GiB segments, "
             "timestamps over a year; " + "; ".join(

@@ -36,7 +36,7 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 from .common import (case, dataset, describe, log_bytes, ratio, spark_session, take_turns,
-                     timed)
+                     timed, upload)
 from .spark_scan import parquet_copy
 
 PARAMS = dict(topics=["events"], partitions=4, records=5_000_000, codec="none", key_size=0,
@@ -199,11 +199,7 @@ def _s3_row(spark, path: Path, data: str) -> dict:
              "records (includePayload=false)": ({"includePayload": "false"}, None)}
     raw, seconds, counts, notes = {}, {}, {}, []
     with S3Server() as s3:
-        s3.create_bucket("bench")
-        uri = "s3://bench/views"
-        started = time.perf_counter()
-        s3.upload_tree(path, uri)
-        upload_s = time.perf_counter() - started
+        uri, upload_s = upload(s3, path, "views")
         for side, (options, query) in sides.items():
             reader = spark.read.format("segmentlog")
             for key, value in {**options, **s3.storage_options}.items():
