@@ -121,7 +121,7 @@ def test_sigkill_the_pipelines_driver_then_restart_from_the_checkpoint(spark, tm
                     return False
                 try:
                     return sp.check_prefix(sp.written(tmp_path)) == appender.finish()
-                except AssertionError:   # read while a micro-batch is being written: later
+                except Exception:   # (read while a micro-batch is being written: ask later)
                     return False
             _run_driver(tmp_path, rng.uniform(0.0, 2.0), continue_after)
         progress.append(sp.check_prefix(sp.written(tmp_path)))
