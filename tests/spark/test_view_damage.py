@@ -215,3 +215,50 @@ def test_a_range_ending_where_a_legacy_wrapper_starts(tmp_path, case, end):
     assert offsets == list(range(end))
     batches = view_rows(tmp_path, "batches", endingOffsets=ending)
     assert batches and batches[-1]["lastOffset"] < end
+
+
+def _compacted(root: Path, seed: int) -> Path:
+    """A partition of every codec written as a leader would, then compacted by LogManager (a
+    cleaner-offset-checkpoint tells readers where the cleaner has been)."""
+    from segmentlog_source.storage.log.log_manager import LogManager
+    from tests.storage.cleaner_logs import HOUR_MS, LogPlan, PartitionWriter
+
+    data = root / f"seed{seed}"
+    writer = PartitionWriter(str(data / "t-0"), "t", 0,
+                             LogPlan(seed=seed, batches=60, key_space=12, abort_pct=0,
+                                     segment_bytes=6000))
+    writer.write(60, 20 * HOUR_MS, finish=True)
+    LogManager(str(data), overrides={"cleanup.policy": "compact"},
+               clock_ms=lambda: writer.clock + HOUR_MS).compact()
+    return data
+
+
+@pytest.mark.parametrize("seed", [2, 4, 8])
+def test_a_grown_length_in_a_compacted_log_fails_every_read_without_crcs(tmp_path, seed):
+    """Generated: a compressed batch of a compacted log whose length (no CRC covers it) grew
+    over the next batch, in a segment's middle and at its end. Its codec stops at its own
+    stream's end and the cleaner's gaps excuse the missing offsets, so only its CRC tells:
+    records and batches read without CRCs must still name it, never return what is left."""
+    data = _compacted(tmp_path, seed)
+    log = PartitionLog.open(str(data / "t-0"))
+    by_segment: dict[int, list] = {}
+    for segment, header, _ in log.iter_entries():
+        by_segment.setdefault(segment.base_offset, []).append((segment, header))
+    middles, ends = [], []
+    for found in by_segment.values():
+        pairs = [(a, b) for a, b in zip(found, found[1:]) if a[1].attributes & 0x07]
+        middles += pairs[:1] if pairs and pairs[0][1] != found[-1] else []
+        ends += pairs[-1:] if pairs and pairs[-1][1] == found[-1] else []
+    assert len(middles) >= 2 and len(ends) >= 1, (seed, len(middles), len(ends))
+    cases = middles[:3] + ends[:2]
+    for (segment, victim), (_, swallowed) in cases:
+        damaged = tmp_path / f"damaged-{seed}"
+        shutil.rmtree(damaged, ignore_errors=True)
+        shutil.copytree(data, damaged)
+        log_path = str(damaged / "t-0" / Path(segment.log_path).name)
+        _patch(log_path, victim.position + 8, struct.pack(">i", swallowed.end - victim.position
+                                                          - 12))
+        for view, options in (("records", {}), ("batches", {})):
+            with pytest.raises(CorruptDataError, match="CRC mismatch") as err:
+                view_rows(damaged, view, verifyChecksums="false", **options)
+            assert (err.value.path, err.value.position) == (log_path, victim.position), view

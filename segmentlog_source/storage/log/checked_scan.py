@@ -115,7 +115,7 @@ class CheckedScan:
                         continue
                     if self._suspect_after_gap(header, before):
                         continue
-                    if held is not None and first > before + 1 and not self.bodies:
+                    if held is not None and first > before + 1 and not self.verify_crc:
                         held = self._checked_before_gap(held)
                     if held is not None and not self._unconfirmed_in_gap(held, first):
                         yield held.header, held.entry
@@ -158,6 +158,7 @@ class CheckedScan:
             seq.finish()
         except DataLossError as err:   # offsets missing after this segment
             if not self.salvage:
+                self._raise_if_damaged(held)    # a grown length swallowed them?
                 raise
             log.warning("segmentlog: %s", err)
             if self._indexes_reach_past():
@@ -166,10 +167,11 @@ class CheckedScan:
                 held = self._keep_if_vouched(held, "the segment's indexes name later offsets")
         except CorruptDataError as err:
             if not self.salvage:
-                if held is not None and self.verify_crc and not held.crc_ok():
-                    raise self._crc_error(held.header, held.entry) from None  # the real culprit
+                self._raise_if_damaged(held)
                 raise
             held = self._keep_if_vouched(held, err.reason)
+        if held is not None and not self.verify_crc and self.sequence.in_cleaned_part:
+            held = self._checked_before_gap(held)    # whatever follows may lie past a gap
         if held is not None:
             yield held.header, held.entry
 
@@ -188,9 +190,10 @@ class CheckedScan:
             return None
 
     def _checked_before_gap(self, held: _Held) -> _Held | None:
-        """Reading headers only, a gap the cleaner may have left can also hide a batch whose
-        length (no CRC covers it) grew to swallow the next one: the batch before a gap is
-        read whole and its CRC, which covers its own span only, checked."""
+        """Without CRCs, a gap the cleaner may have left can also hide a batch whose length
+        (no CRC covers it) grew to swallow the next one (a codec ignores the bytes after its
+        stream, so decoding does not notice either): the batch before a gap has its CRC,
+        which covers its own span only, checked (read whole first when reading headers)."""
         entry = held.entry if held.entry is not None else self._read_entry(held.header)
         if held.header.crc_is_valid(entry):
             return held
@@ -329,6 +332,15 @@ class CheckedScan:
         self._skip(held.header.position, held.header.end, f"unconfirmed: {why}")
         self.sequence.rewind(held.before)
         return None
+
+    def _raise_if_damaged(self, held: _Held | None) -> None:
+        """Before blaming what follows the held batch, its own CRC: a failing one is the real
+        culprit (without CRCs too, as a grown length reads as a missing or moved successor)."""
+        if held is None:
+            return
+        entry = held.entry if held.entry is not None else self._read_entry(held.header)
+        if not held.header.crc_is_valid(entry):
+            raise self._crc_error(held.header, entry) from None
 
     def _crc_error(self, header: BatchHeader, entry) -> CorruptDataError:
         return CorruptDataError(f"CRC mismatch: stored {header.crc}, computed "
