@@ -157,6 +157,7 @@ def test_both_cleaners_wrote_the_same_batches_and_indexes(log_manager_live):
     retention = int(KEYED_OVERRIDES["delete.retention.ms"])
     horizons = {b.horizon for b in cleaning.broker if b.horizon is not None}
     assert len(horizons) == 1, f"the broker's cleaner wrote horizons {sorted(horizons)}"
+    assert cleaning.clock_ms == min(horizons) - retention
     assert cleaning.lowered_ms <= cleaning.clock_ms <= cleaning.seen_ms, cleaning
     shape = [(b.segment, b.exact, b.records) for b in cleaning.broker]
     assert [(b.segment, b.exact, b.records) for b in cleaning.segmentlog] == shape
