@@ -1,5 +1,5 @@
 """Records of `__consumer_offsets` and `__transaction_state` made for the tests: an encoder that
-writes a message definition's fields in Kafka's layout (the inverse of protocol.py's reader,
+writes a message definition's fields in Kafka's layout (the inverse of message_protocol.py's reader,
 written independently of it), values drawn from each definition (every record type, every
 value version), and malformed variants of them.
 
@@ -15,7 +15,7 @@ import struct
 
 from segmentlog_source.values.kafka_internal.messages import (ASSIGNMENT, COORDINATORS,
                                                               SUBSCRIPTION)
-from segmentlog_source.values.kafka_internal.protocol import (
+from segmentlog_source.format.message_protocol import (
     BOOL, BYTES, FLOAT64, INT8, INT16, INT32, INT64, STRING, UINT16, UUID, Array, Struct,
     StructValue, default_of)
 

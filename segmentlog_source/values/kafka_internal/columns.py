@@ -23,7 +23,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, Sho
                                StringType, StructField, StructType, TimestampType)
 
 from .messages import ASSIGNMENT, SUBSCRIPTION, TRANSACTION_STATES
-from .protocol import ZERO_UUID
+from ...format.message_protocol import ZERO_UUID
 from .records import InternalRecordError, consumer_protocol, decode_key, decode_value
 
 

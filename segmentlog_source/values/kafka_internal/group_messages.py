@@ -18,8 +18,8 @@ Types 9 and 18 are unassigned. Field names are those Kafka's JSON converters pri
 
 from __future__ import annotations
 
-from .protocol import (BYTES, INT8, INT16, INT32, INT64, STRING, UINT16, UUID, Array, Struct,
-                       field, message)
+from ...format.message_protocol import (BYTES, INT8, INT16, INT32, INT64, STRING, UINT16, UUID,
+                                        Array, Struct, field, message)
 
 GROUP_ID = field("groupId", STRING)
 MEMBER_ID = field("memberId", STRING)

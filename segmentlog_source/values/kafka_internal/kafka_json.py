@@ -16,7 +16,8 @@ from __future__ import annotations
 import base64
 from decimal import Decimal
 
-from .protocol import BOOL, BYTES, FLOAT64, STRING, UUID, Array, Struct, StructValue, default_of
+from ...format.message_protocol import (BOOL, BYTES, FLOAT64, STRING, UUID, Array, Struct,
+                                        StructValue, default_of)
 
 
 def struct_json(st: Struct, value: StructValue, version: int,

@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .group_messages import group_records
-from .protocol import (BYTES, INT8, INT16, INT32, INT64, STRING, Array, Message, Struct, field,
-                       message)
+from ...format.message_protocol import (BYTES, INT8, INT16, INT32, INT64, STRING, Array, Message,
+                                        Struct, field, message)
 
 CONSUMER_OFFSETS = "__consumer_offsets"
 TRANSACTION_STATE = "__transaction_state"

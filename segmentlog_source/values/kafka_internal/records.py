@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ...errors import BadOptionError, MalformedValueError
 from .messages import (ASSIGNMENT, COORDINATORS, SUBSCRIPTION, TRANSACTION_STATES, RecordKind)
 from .kafka_json import jackson_string, struct_json
-from .protocol import Message, ReadFailure, StructValue, read_message
+from ...format.message_protocol import Message, ReadFailure, StructValue, read_message
 
 CONSUMER_PROTOCOL = "consumer"
 

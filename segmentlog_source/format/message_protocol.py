@@ -1,5 +1,7 @@
 """Kafka's message protocol read as its generated classes read it, from message definitions
-written as Python data (messages.py, group_messages.py); kafka_json.py prints what it reads.
+written as Python data (values/kafka_internal's messages.py and group_messages.py, and
+remote_log_metadata.py here); values/kafka_internal/kafka_json.py prints what it reads. Bytes
+only: storage/ decodes internal topics' values with it, values/ turns them into columns.
 
 Each field has the versions it exists in; a struct is read at one version, classic or flexible:
 
@@ -25,7 +27,7 @@ import struct
 from dataclasses import dataclass, field as dc_field
 from typing import NamedTuple
 
-from ...format.java_text import java_utf8
+from .java_text import java_utf8
 
 MAX_VERSION = 0x7FFF
 INT8, INT16, INT32, INT64 = "int8", "int16", "int32", "int64"
