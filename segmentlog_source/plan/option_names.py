@@ -31,6 +31,8 @@ READ = GENERIC + (
     # decoded keys and values (values/)
     "keyFormat", "valueFormat", "keySchema", "valueSchema", "schemaRegistry", "readerSchemaId",
     "keyReaderSchemaId", "mode",
+    # Kafka's tiered storage (storage/tiered/)
+    "remoteTier", "remoteLogMetadata", "remoteTierPrivateKey",
 )
 
 WRITE = ("path", "topic", "numPartitions", "compression", "compression.type",

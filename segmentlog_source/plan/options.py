@@ -81,6 +81,9 @@ class ReadOptions:
     store: StoreConfig = DEFAULT_CONFIG           # the fs.* options (object stores, HDFS)
     decoding: DecodingSpec = field(default_factory=DecodingSpec)   # keyFormat, valueFormat...
     view: str = "records"
+    remote_tier: str | None = None                # a remote tier read below the local logs
+    remote_log_metadata: tuple[str, ...] = ()     # where __remote_log_metadata partitions are
+    remote_private_key: str | None = None         # keys of an encrypted remote tier
     ignored: tuple[str, ...] = ()                 # accepted options of no effect (one warning)
 
     def selects_topic(self, topic: str) -> bool:
@@ -169,8 +172,27 @@ def parse_fields(screened: Screened, stream: bool = False) -> ReadOptions:
         store=parse_store_options(opts),
         decoding=decoding,
         view=view,
+        **_remote(opts, stream),
         ignored=screened.ignored,
     )
+
+
+def _remote(opts: dict, stream: bool) -> dict:
+    """remoteTier, remoteLogMetadata, remoteTierPrivateKey: batch reads only (a remote tier
+    changes as a broker copies and deletes; a stream tails a local log)."""
+    given = {name: opts.get(name.lower()) for name in
+             ("remoteTier", "remoteLogMetadata", "remoteTierPrivateKey")}
+    for name, value in given.items():
+        if value is not None and not value.strip():
+            raise BadOptionError(name, value, "give a path or URI")
+        if value is not None and stream:
+            raise BadOptionError(name, value, "a streaming query tails a local log: the "
+                                 "remote tier is read by batch reads (spark.read)")
+    metadata = given["remoteLogMetadata"]
+    return dict(remote_tier=given["remoteTier"],
+                remote_log_metadata=tuple(p.strip() for p in metadata.split(",") if p.strip())
+                if metadata else (),
+                remote_private_key=given["remoteTierPrivateKey"])
 
 
 def _view(opts: dict, stream: bool, decoding: DecodingSpec) -> str:

@@ -24,6 +24,7 @@ from ..storage.io.stats import IOStats
 from ..storage.log.log_directory import find_partitions
 from ..storage.log.partition_log import PartitionLog
 from .options import ReadOptions
+from .partition_sources import partition_sources
 from .predicates import RowFilter
 from .ranges import check_named_partitions, resolve_range
 from .record_split import PlannedRange, record_groups
@@ -237,10 +238,10 @@ def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter,
                                               list[AbortedRange], PlannedRange | None]:
     """One partition's scan tasks (planned through its indexes), the index positions where its
     ranges may be cut, the aborted transactions they may touch, and its offset range."""
-    fs = log.fs
+    segment_fs = {s.log_path: s.fs for s in log.segments}
     # What the log end offset needs, fetched in parallel on object stores. (ListOffsets reads
     # ahead the indexes of the segments it passes over: partition_log.py.)
-    fs.prefetch(_index_paths(log.segments[-1:]))
+    _prefetch(log.segments[-1:])
     # What the neighbours say was lost, before the log end offset is taken: a writer may add
     # snapshots and checkpoints meanwhile, and those must not look as if they were beyond it.
     for loss in log.lost_data():
@@ -265,7 +266,7 @@ def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter,
             seg.release()
     if lo >= hi:
         return [], _IndexPositions(), [], None
-    fs.prefetch(_index_paths(seg for seg, wanted in zip(log.segments, touched) if wanted))
+    _prefetch([seg for seg, wanted in zip(log.segments, touched) if wanted])
 
     def missing(seg, first: int, end: int) -> None:
         _data_loss(opts, plan, f"offsets {first}..{end - 1} of {log.name} are missing: "
@@ -273,7 +274,7 @@ def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter,
 
     def tasks_for(start: int, end: int, on_missing=None) -> list[ScanTask]:
         # (also what maxRecordsPerPartition plans each part of the range with: record_split.py)
-        return _with_snapshot_ends(log, [replace(t, file_size=fs.size(t.path))
+        return _with_snapshot_ends(log, [replace(t, file_size=segment_fs[t.path].size(t.path))
                                          for t in plan_partition(view, start, end, on_missing)])
 
     tasks = tasks_for(lo, hi, missing)
@@ -312,7 +313,7 @@ def _salvage_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilt
     following = [s.base_offset for s in log.segments[1:]] + [None]
     for segment, next_base in zip(log.segments, following):
         try:
-            size = log.fs.size(segment.log_path)
+            size = segment.fs.size(segment.log_path)
         except (CorruptDataError, LogNotFoundError) as err:
             plan.notes.append(f"{err}: skipped")
             continue
@@ -346,9 +347,15 @@ def _data_loss(opts: ReadOptions, plan: ReadPlan, what: str) -> None:
     plan.notes.append(what)
 
 
-def _index_paths(segments) -> list[str]:
-    """Both indexes of each segment: a segment loads (and checks) them together."""
-    return [path for s in segments for path in (s.index_path, s.time_index_path)]
+def _prefetch(segments) -> None:
+    """Both indexes of each segment (a segment loads and checks them together), fetched in
+    parallel on object stores, each through its segment's file system (a remote tier's may
+    not be the local log's)."""
+    by_fs: dict[int, tuple[object, list[str]]] = {}
+    for s in segments:
+        by_fs.setdefault(id(s.fs), (s.fs, []))[1].extend((s.index_path, s.time_index_path))
+    for fs, paths in by_fs.values():
+        fs.prefetch(paths)
 
 
 def _parallelism(partitions) -> int:
@@ -376,7 +383,7 @@ def _each_in_order(plan_one, partitions, parallelism: int):
 
 def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPlan:
     stats = IOStats()
-    found = find_partitions(list(opts.paths), config=opts.store)
+    found = partition_sources(opts, stats)
     if not found:
         raise LogNotFoundError(f"no Kafka partition directories (<topic>-<partition>) under "
                                f"{', '.join(opts.paths)}")
@@ -394,19 +401,17 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
     selected = [p for p in found if opts.selects_partition(p.topic, p.partition)
                 and row_filter.selects(p.topic, p.partition)]
 
-    def plan_one(pdir):
+    def plan_one(source):
         part = ReadPlan([])    # this partition's notes, merged in partition order below
         try:
-            log = PartitionLog.open(pdir.path, pdir.fs, topic=pdir.topic,
-                                    partition=pdir.partition, stats=stats,
-                                    salvage=not opts.fail_on_data_loss)
+            log, lost = source.open(stats=stats, salvage=not opts.fail_on_data_loss)
         except CorruptDataError as err:   # the data directory's log-start-offset-checkpoint
             if opts.fail_on_data_loss:
                 raise
             part.notes.append(f"{err}: the log starts at its first segment")
-            log = PartitionLog.open(pdir.path, pdir.fs, topic=pdir.topic,
-                                    partition=pdir.partition, stats=stats, salvage=True,
-                                    read_log_start_checkpoint=False)
+            log, lost = source.open(stats=stats, salvage=True, read_log_start_checkpoint=False)
+        for loss in lost:     # (copies a remote tier's metadata lists and its store lacks)
+            _data_loss(opts, part, loss)
         try:
             planned = _plan_partition(log, opts, row_filter, part, pending_commits)
         except (CorruptDataError, DataLossError, LogNotFoundError) as err:
@@ -432,7 +437,8 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
         tasks.extend(part_tasks)
         positions.update(part_positions)
         aborted.extend(part_aborted)
-    for view in {id(p.fs): p.fs for p in found}.values():   # listings and prefetched files
+    filesystems = [p.fs for p in found] + [p.tier.fs for p in found if p.tier is not None]
+    for view in {id(fs): fs for fs in filesystems}.values():   # listings and prefetched files
         stats.merge(view.stats)
     if opts.max_records_per_partition is None:
         groups = group_tasks(tasks, positions, opts.max_bytes_per_partition, opts.min_partitions)

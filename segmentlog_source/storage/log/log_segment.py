@@ -28,10 +28,14 @@ class LogSegment:
 
     def __init__(self, directory: str, base_offset: int, fs=LOCAL, *, log_path: str | None = None,
                  active: bool = False, max_index_bytes: int = DEFAULT_MAX_INDEX_BYTES,
-                 stats: IOStats | None = None, rebuild_bad_indexes: bool = False):
+                 stats: IOStats | None = None, rebuild_bad_indexes: bool = False,
+                 files_prefix: str | None = None):
         self.directory = directory
         self.base_offset = base_offset
         self.fs = fs
+        # A remote tier names a copy's files `<base offset>-<segment id>.<suffix>`: the path
+        # of its files up to the suffix (storage/tiered); locally they follow the base offset.
+        self.files_prefix = files_prefix
         self.log_path = log_path or self.path_for(LOG_SUFFIX)
         self.index_path = self.path_for(INDEX_SUFFIX)
         self.time_index_path = self.path_for(TIME_INDEX_SUFFIX)
@@ -59,6 +63,8 @@ class LogSegment:
         return f"LogSegment({self.log_path!r})"
 
     def path_for(self, suffix: str) -> str:
+        if self.files_prefix is not None:
+            return self.files_prefix + suffix
         return self.fs.join(self.directory, file_name(self.base_offset, suffix))
 
     @property

@@ -1,0 +1,139 @@
+"""One partition across both tiers: the remote tier's live copies, then the local segments, each
+offset once, as one PartitionLog the planner reads like any other.
+
+Which copies are live is `__remote_log_metadata`'s to say (remote_log_metadata.py): copies
+whose copy finished, on the partition's leader-epoch lineage, one per offset. Without it the
+tier's listing is all there is, and a listing cannot tell a finished copy from one cut short,
+nor an orphan left by a failed copy or a deposed leader from the live one: `from_listing` keeps
+complete filesets, one per start offset, and says so in a warning.
+
+Where both tiers hold a segment (copied, not yet deleted locally) the local one is read: the
+remote copies end where the local log starts. The partition's log start offset is the data
+directory's log-start-offset-checkpoint (which, with tiered storage, counts the remote tier),
+or without a data directory what the metadata says Kafka would find.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from ...errors import CorruptDataError
+from ..log.checkpoints import read_leader_epoch_checkpoint, read_offset_checkpoint
+from ..log.log_segment import LogSegment
+from ..log.partition_log import PartitionLog
+from ..log_files import LEADER_EPOCH_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, LOG_SUFFIX
+from .local_tiered_storage import RemoteCopy
+
+log = logging.getLogger("segmentlog")
+
+
+@dataclass
+class LiveCopies:
+    """A partition's copies to read, in offset order, and what choosing them found."""
+
+    copies: list[RemoteCopy]
+    warnings: list[str] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)     # listed as live, absent from the store
+    log_start_offset: int | None = None               # the metadata's, when there is no local
+
+
+def from_metadata(metadata, copies: list[RemoteCopy], topic_id: str, partition: int, *,
+                  leader_epochs=None, log_end_offset: int | None = None) -> LiveCopies:
+    """The copies `__remote_log_metadata` says are live (finished, on the lineage, one per
+    offset); one it lists whose files the store lacks, or offsets no live copy holds, are
+    lost data. A copy a later one takes part of over is read up to where that one starts
+    (the next copy's base offset is where the planner and the executor stop reading it)."""
+    by_id = {c.segment_id: c for c in copies}
+    result = metadata.live_segments(topic_id, partition, leader_epochs=leader_epochs,
+                                    log_end_offset=log_end_offset)
+    live = LiveCopies([], log_start_offset=metadata.log_start_offset(topic_id, partition,
+                                                                     leader_epochs))
+    live.warnings += [str(s) for s in (*result.shadowed, *result.outside_lineage)]
+    for segment in result.segments:
+        copy = by_id.get(segment.segment_id)
+        if copy is None or LOG_SUFFIX not in copy.suffixes:
+            live.lost.append(f"remote segment {segment.segment_id} (offsets "
+                             f"{segment.first_offset}..{segment.last_offset}) of "
+                             f"{segment.topic}-{partition} finished copying, says "
+                             f"__remote_log_metadata, but the remote tier has no .log for it")
+            continue
+        if segment.first_offset != segment.start_offset:
+            # (a floor lookup only ever cuts a copy's tail: its head is where its file starts)
+            raise CorruptDataError(f"{segment.topic}-{partition}: remote segment "
+                                   f"{segment.segment_id} would be read from offset "
+                                   f"{segment.first_offset}, inside it", copy.log_path)
+        live.copies.append(copy)
+    start = live.log_start_offset or 0
+    name = f"{copies[0].topic}-{partition}" if copies else f"topic id {topic_id} {partition}"
+    for first, last in result.gaps:
+        if last >= start:
+            live.lost.append(f"offsets {max(first, start)}..{last} of {name} are in no live "
+                             f"remote segment, says __remote_log_metadata")
+    return live
+
+
+def from_listing(copies: list[RemoteCopy], name: str) -> LiveCopies:
+    """Without `__remote_log_metadata`: complete filesets, one per start offset."""
+    live = LiveCopies([], warnings=[
+        f"{name}: no __remote_log_metadata given (option remoteLogMetadata): the remote "
+        f"tier's listing is read as it is, and a listing cannot tell a finished copy from one "
+        f"still being written or left by a failed copy or a deposed leader; a copy may be "
+        f"missed, orphaned or duplicated"])
+    by_start: dict[int, list[RemoteCopy]] = {}
+    for copy in copies:
+        by_start.setdefault(copy.start_offset, []).append(copy)
+    for start, found in sorted(by_start.items()):
+        complete = [c for c in found if c.complete]
+        if not complete:
+            live.warnings.append(f"{found[0].prefix}: no complete copy at offset {start} "
+                                 f"(files {', '.join(found[0].suffixes)}): skipped")
+            continue
+        if len(complete) > 1:
+            live.warnings.append(f"{len(complete)} complete copies of the segment at offset "
+                                 f"{start} ({', '.join(c.segment_id for c in complete)}): "
+                                 f"{complete[0].segment_id} is read")
+        live.copies.append(complete[0])
+    return live
+
+
+def tiered_log(name: str, live: LiveCopies, local: PartitionLog | None, copy_fs, *,
+               stats=None, salvage: bool = False) -> PartitionLog:
+    """The PartitionLog of `live`'s copies below the local log's first segment, then the
+    local segments. `copy_fs(copy)` is the file system that serves a copy's files."""
+    first_local = local.segments[0].base_offset if local is not None and local.segments \
+        else None
+    remote = [c for c in live.copies if first_local is None or c.start_offset < first_local]
+    segments = [LogSegment(c.prefix.rsplit("/", 1)[0], c.start_offset, copy_fs(c),
+                           log_path=c.log_path, files_prefix=c.prefix, stats=stats,
+                           rebuild_bad_indexes=salvage) for c in remote]
+    for before, after in zip(remote, remote[1:]):
+        if after.start_offset <= before.start_offset:   # (where a copy ends, the batches and
+            # the next base offset say: the executor checks them as in a local log)
+            raise CorruptDataError(f"two remote copies of {name} start at offset "
+                                   f"{after.start_offset}", after.log_path)
+    if local is None:
+        if not segments:
+            raise CorruptDataError(f"{name}: the remote tier holds no segment of it to read")
+        first = remote[0]
+        start = max(live.log_start_offset or 0, first.start_offset)
+        return PartitionLog(segments[0].fs, segments[0].directory, first.topic,
+                            first.partition, segments, start)
+    checkpoint = read_offset_checkpoint(
+        local.fs.join(local.fs.dirname(local.directory), LOG_START_OFFSET_CHECKPOINT), local.fs)
+    all_segments = segments + local.segments
+    start = max(checkpoint.get((local.topic, local.partition), 0),
+                all_segments[0].base_offset) if all_segments else local.log_start_offset
+    log_ = PartitionLog(local.fs, local.directory, local.topic, local.partition, all_segments,
+                        start)
+    log_.listing = local.listing
+    return log_
+
+
+def leader_epochs(local: PartitionLog | None) -> list[tuple[int, int]] | None:
+    """The lineage a broker checks remote copies against: its leader-epoch-checkpoint."""
+    if local is None:
+        return None
+    path = local.fs.join(local.directory, LEADER_EPOCH_CHECKPOINT)
+    entries = read_leader_epoch_checkpoint(path, local.fs)
+    return [(e.epoch, e.start_offset) for e in entries] or None

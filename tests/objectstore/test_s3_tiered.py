@@ -1,0 +1,83 @@
+"""A remote tier in a real S3-compatible server (moto on loopback, counting what it serves):
+read alone and below a local log, planned through the copies' own indexes, so a 0.1% time
+range costs under 1% of the tier's bytes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from chispa import assert_df_equality
+import pyarrow as pa
+import pytest
+
+from segmentlog_source.cli.generate import generate_log
+from segmentlog_source.plan.options import parse_read_options
+from segmentlog_source.plan.read_plan import plan_read
+from segmentlog_source.spark.partition_scan import SegmentLogInputPartition, scan_partition
+from tests.conftest import read_segmentlog
+from tests.storage.tiered_layouts import copy_to_tier
+
+START = 1_700_000_000_000
+STEP_MS = 1_000
+RECORDS = 150_000
+SEGMENT_BYTES = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def tier(s3, tmp_path_factory):
+    """~19 MB of one partition in 18 segments of 1 MiB; every closed one copied to a tier in
+    S3, laid out as LocalTieredStorage lays it out."""
+    work = tmp_path_factory.mktemp("s3-tier")
+    generate_log(str(work / "data"), topics=["t"], partitions=1, records=RECORDS,
+                 value_size=100, segment_bytes=SEGMENT_BYTES, timestamp_step_ms=STEP_MS,
+                 seed=8, start_timestamp=START)
+    copied = copy_to_tier(work / "data" / "t-0", work / "tier", seed=8)
+    s3.create_bucket("tier")
+    s3.upload_tree(work / "tier", "s3://tier/rsm")
+    tier_bytes = sum(f.stat().st_size for f in (work / "tier").rglob("*") if f.is_file())
+    return work, copied, tier_bytes
+
+
+def _rows(path, **options) -> list[dict]:
+    """A read planned and scanned here, as Spark's driver and tasks would (no Spark: the
+    server counts the same requests)."""
+    opts = parse_read_options({"path": str(path), **options})
+    return [row for group in plan_read(opts).groups
+            for batch in scan_partition(SegmentLogInputPartition(group), opts)
+            for row in pa.Table.from_batches([batch]).to_pylist()]
+
+
+def test_a_narrow_time_range_reads_under_one_percent_of_the_tier(s3, tier):
+    work, copied, tier_bytes = tier
+    assert len(copied) >= 15
+    lo = START + RECORDS * STEP_MS // 2
+    window = {"startingTimestamp": str(lo),
+              "endingTimestamp": str(lo + RECORDS * STEP_MS // 1000)}   # 0.1% of the time
+    s3.reset_counts()
+    rows = _rows("s3://tier/rsm", **window, **s3.storage_options)
+    served = sum(r.body_bytes for r in s3.requests() if r.method != "GET" or r.query == "")
+    assert rows == _rows(work / "data", **window)
+    assert len(rows) == RECORDS // 1000
+    assert served < tier_bytes / 100, (served, tier_bytes)
+
+
+@pytest.mark.spark
+def test_s3_copies_below_a_local_log_each_offset_once(spark, s3, tier, tmp_path):
+    """The broker's data directory on disk after local retention (only the last segments),
+    its remote tier in S3: one log, each offset once, across where the tiers meet (the last
+    three copies are still local too)."""
+    work, copied, _ = tier
+    local = tmp_path / "data"
+    shutil.copytree(work / "data", local)
+    keep_from = copied[-3][0]
+    for file in (local / "t-0").iterdir():
+        if file.stem.isdigit() and int(file.stem) < keep_from:
+            file.unlink()
+    around = {"startingOffsets": json.dumps({"t": {"0": copied[-5][0] - 7}}),
+              "endingOffsets": json.dumps({"t": {"0": keep_from + 1000}})}
+    both = read_segmentlog(spark, local, remoteTier="s3://tier/rsm", **around,
+                           **s3.storage_options)
+    assert_df_equality(both, read_segmentlog(spark, work / "data", **around),
+                       ignore_row_order=True)
+    assert both.count() == keep_from + 1000 - (copied[-5][0] - 7)
