@@ -18,6 +18,10 @@ them all in one worker, against this one broker. Its life, in the order the fixt
                   meanwhile the broker's cleaner compacts lm-keyed, copied beforehand, and
                   segmentlog compacts the copy (log_manager_live.py). Stopped at the end.
 
+tiered_live (tiered_live.py) is a second broker of its own, with tiered storage on: it copies
+segments to a remote tier and deletes them locally, and Spark's Kafka source reads it; its
+phases go to its own `logs/phases.txt`.
+
 Tests read the broker's answers from these fixtures; no test restarts it. Where each phase's
 time went is in `<broker dir>/logs/phases.txt`; the broker's own log is `logs/server.log`.
 Both stay under pytest's basetemp when a test fails.
@@ -173,4 +177,24 @@ def log_manager_live(kafka_spark, broker, produced, adoption, tmp_path_factory):
     result = run_log_manager_live(kafka_spark, broker, tmp_path_factory)
     broker.phases.timed("log manager: segmentlog retains and compacts, two broker rounds, "
                         "the broker's cleaner against segmentlog's", started)
+    return result
+
+
+@pytest.fixture(scope="session")
+def tiered_live(kafka_spark, kafka_jars, tmp_path_factory):
+    """A second broker, with tiered storage on (tiered_live.py), run to its stop."""
+    from tests.kafka.tiered_live import run_tiered_live
+
+    try:
+        jars.fetch("kafka-tiered")
+    except jars.JarsUnavailable as err:
+        pytest.fail(f"the tiered storage tests need Kafka's LocalTieredStorage jar: {err}",
+                    pytrace=False)
+    workdir = tmp_path_factory.mktemp("kafka-tiered")
+    (workdir / "broker" / "logs").mkdir(parents=True)
+    phases = Phases(workdir / "broker" / "logs" / "phases.txt")
+    started = time.monotonic()
+    result = run_tiered_live(kafka_spark, workdir, phases.timed)
+    phases.timed("tiered: the whole fixture", started)
+    result.timings["the whole fixture"] = round(time.monotonic() - started, 1)
     return result

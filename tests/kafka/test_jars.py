@@ -96,3 +96,28 @@ def test_a_fetch_counts_what_maven_downloaded(empty_cache, monkeypatch, capsys):
     assert [p.name for p in jars.jar_paths("spark-kafka")] == ["a.jar"]
     assert "(2 files, 2.5 MB downloaded)" in capsys.readouterr().err
     assert jars.is_complete("spark-kafka")
+
+
+def test_every_jar_set_is_a_profile_of_the_pom_with_the_same_folder():
+    """jars.py and pom.xml name each set twice (profile, folder): a set whose profile is
+    missing, or whose folder the pom spells otherwise, would be fetched into one folder and
+    looked for in another. kafka-tiered is the one jar of LocalTieredStorage, nothing else."""
+    import xml.etree.ElementTree as ET
+
+    ns = {"m": "http://maven.apache.org/POM/4.0.0"}
+    pom = ET.parse(jars.POM).getroot()
+    properties = {p.tag.split("}")[1]: p.text for p in pom.find("m:properties", ns)}
+    profiles = {p.findtext("m:id", namespaces=ns): p for p in pom.iterfind("m:profiles/m:profile",
+                                                                           ns)}
+    for jar_set in jars.JAR_SETS.values():
+        profile = profiles[jar_set.profile]
+        folder = profile.findtext("m:properties/m:jarset", namespaces=ns)
+        for name, value in properties.items():
+            folder = folder.replace("${" + name + "}", value)
+        assert folder == jar_set.folder
+    assert properties["kafka.version"] == jars.KAFKA_VERSION
+    (dependency,) = profiles["kafka-tiered"].iterfind("m:dependencies/m:dependency", ns)
+    assert [dependency.findtext(f"m:{tag}", namespaces=ns)
+            for tag in ("artifactId", "classifier")] == ["kafka-storage", "test-fixtures"]
+    assert [(e.findtext("m:groupId", namespaces=ns), e.findtext("m:artifactId", namespaces=ns))
+            for e in dependency.iterfind("m:exclusions/m:exclusion", ns)] == [("*", "*")]

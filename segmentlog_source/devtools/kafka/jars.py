@@ -55,6 +55,9 @@ JAR_SETS = {
     "spark-kafka": JarSet("spark-kafka", "spark-kafka", f"spark-kafka-{SPARK_KAFKA_VERSION}",
                           4, 9.5),
     "spark-avro": JarSet("spark-avro", "spark-avro", f"spark-avro-{SPARK_KAFKA_VERSION}", 1, 0.2),
+    # LocalTieredStorage, Kafka's reference RemoteStorageManager, for a broker with tiered storage
+    "kafka-tiered": JarSet("kafka-tiered", "kafka-tiered", f"kafka-tiered-{KAFKA_VERSION}", 1,
+                           0.05),
 }
 
 
