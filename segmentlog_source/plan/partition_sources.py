@@ -58,7 +58,8 @@ def partition_sources(opts: ReadOptions, stats=None) -> list[PartitionSource]:
                                                     allow_empty=True)
     metadata = opts.remote_log_metadata or tuple(
         p.path for p in local if p.topic == REMOTE_LOG_METADATA_TOPIC)
-    tier = RemoteTier.open(tier_uri, opts.store, metadata_paths=metadata, stats=stats)
+    tier = RemoteTier.open(tier_uri, opts.store, metadata_paths=metadata, stats=stats,
+                           private_key=opts.remote_private_key)
     sources = [PartitionSource(p.topic, p.partition, p.fs, p.path, tier) for p in local
                if p.topic != REMOTE_LOG_METADATA_TOPIC]
     known = {(s.topic, s.partition) for s in sources}

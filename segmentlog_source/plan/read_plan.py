@@ -239,6 +239,7 @@ def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter,
     """One partition's scan tasks (planned through its indexes), the index positions where its
     ranges may be cut, the aborted transactions they may touch, and its offset range."""
     segment_fs = {s.log_path: s.fs for s in log.segments}
+    remote = {s.log_path: s for s in log.segments if s.files_prefix is not None}
     # What the log end offset needs, fetched in parallel on object stores. (ListOffsets reads
     # ahead the indexes of the segments it passes over: partition_log.py.)
     _prefetch(log.segments[-1:])
@@ -274,8 +275,9 @@ def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter,
 
     def tasks_for(start: int, end: int, on_missing=None) -> list[ScanTask]:
         # (also what maxRecordsPerPartition plans each part of the range with: record_split.py)
-        return _with_snapshot_ends(log, [replace(t, file_size=segment_fs[t.path].size(t.path))
-                                         for t in plan_partition(view, start, end, on_missing)])
+        return _with_snapshot_ends(log, [_remote_copy(replace(
+            t, file_size=segment_fs[t.path].size(t.path)), remote.get(t.path))
+            for t in plan_partition(view, start, end, on_missing)])
 
     tasks = tasks_for(lo, hi, missing)
     paths = {t.path for t in tasks}
@@ -322,11 +324,22 @@ def _salvage_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilt
                 named = _SegmentView(segment).named_offsets()
             except CorruptDataError:   # (salvaging: an index that fails its checks names none)
                 named = ()
-            tasks.append(ScanTask(log.topic, log.partition, segment.log_path, 0, size, lo, hi,
-                                  file_size=size, segment_base=segment.base_offset,
-                                  ends_segment=True, next_segment_base=next_base,
-                                  named_offsets=named))
+            tasks.append(_remote_copy(ScanTask(
+                log.topic, log.partition, segment.log_path, 0, size, lo, hi, file_size=size,
+                segment_base=segment.base_offset, ends_segment=True,
+                next_segment_base=next_base, named_offsets=named),
+                segment if segment.files_prefix is not None else None))
     return _with_snapshot_ends(log, tasks), _IndexPositions(), [], None
+
+
+def _remote_copy(task: ScanTask, segment) -> ScanTask:
+    """A task of a remote tier's copy says how its files are named and opened."""
+    if segment is None:
+        return task
+    opener = getattr(segment.fs, "opener", None)
+    return replace(task, files_prefix=segment.files_prefix,
+                   opener=opener() if opener is not None else None,
+                   checks_crc=getattr(segment.fs, "unchecked_bytes", False))
 
 
 def _with_snapshot_ends(log: PartitionLog, tasks: list[ScanTask]) -> list[ScanTask]:

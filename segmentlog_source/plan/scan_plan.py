@@ -102,6 +102,12 @@ class ScanTask:
     dirty_from: int | None = None            # the cleaner checkpoint's first dirty offset
     indexed_last_offset: int | None = None   # a closed segment's batches reach at least this
     named_offsets: tuple[int, ...] = ()      # offsets the segment's indexes name last
+    # A remote tier's copy: its files are `files_prefix` + suffix, and `opener` (picklable,
+    # storage/tiered) is how an executor opens them when the path alone does not say (chunked,
+    # compressed or encrypted objects); `checks_crc`: its bytes have no check but the CRC.
+    files_prefix: str | None = None
+    opener: object = None
+    checks_crc: bool = False
 
     @property
     def nbytes(self) -> int:

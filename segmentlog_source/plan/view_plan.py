@@ -24,6 +24,8 @@ class SegmentRef:
     base_offset: int
     next_segment_base: int | None    # None: the partition's last (active) segment
     compacted: bool = False          # signs of compaction: offset gaps may be the cleaner's
+    files_prefix: str | None = None  # a remote tier's copy (ScanTask's)
+    opener: object = None
 
 
 def segment_groups(groups: list[ReadGroup], min_groups: int | None = None
@@ -35,7 +37,8 @@ def segment_groups(groups: list[ReadGroup], min_groups: int | None = None
         for t in group.tasks:
             if t.path not in seen:
                 seen[t.path] = SegmentRef(t.topic, t.partition, t.path, t.segment_base,
-                                          t.next_segment_base, t.compacted)
+                                          t.next_segment_base, t.compacted, t.files_prefix,
+                                          t.opener)
     refs = list(seen.values())
     if not refs:
         return []

@@ -32,12 +32,12 @@ from ..format.batch import (ATTR_CODEC_MASK, ATTR_CONTROL, ATTR_TIMESTAMP_TYPE,
 from ..plan.read_plan import ReadGroup
 from ..plan.scan_plan import ScanTask
 from ..plan.view_plan import SegmentRef
-from ..storage.io.filesystem import filesystem_for
 from ..storage.io.stats import IOStats
 from ..storage.log.batch_facts import first_record, needs_body, record_count
 from ..storage.log.header_table import header_table
 from ..storage.log.log_segment import LogSegment
-from .reader import _MAX_TIMESTAMP_MS, _MIN_TIMESTAMP_MS, GroupScan, ScanSettings, _topic_array
+from .reader import (_MAX_TIMESTAMP_MS, _MIN_TIMESTAMP_MS, GroupScan, ScanSettings, _topic_array,
+                     task_files)
 from .schema import arrow_schema
 
 log = logging.getLogger("segmentlog")
@@ -149,7 +149,7 @@ class BatchesScan(GroupScan):
 
     def _header_table(self, task: ScanTask):
         """The fast path's table of the task's headers, or None: then CheckedScan reads it."""
-        fs, path = filesystem_for(task.path, self.settings.store)
+        fs, path = task_files(task.path, task.opener, self.settings.store)
         try:
             return header_table(fs, path, task.start, task.end, segment_base=task.segment_base,
                                 after_offset=task.after_offset,
@@ -201,7 +201,7 @@ class BatchesScan(GroupScan):
 
     def _entry(self, task: ScanTask, header: BatchHeader) -> memoryview:
         """The bytes of one batch a header-only read needs after all."""
-        fs, path = filesystem_for(task.path, self.settings.store)
+        fs, path = task_files(task.path, task.opener, self.settings.store)
         with fs.open_read(path, self.stats) as f:
             data = f.read_at(header.position, header.size)
         if len(data) < header.size:
@@ -268,10 +268,10 @@ class SegmentsScan:
         return header, entry, first
 
     def _row(self, ref: SegmentRef) -> dict:
-        fs, path = filesystem_for(ref.path, self.settings.store)
+        fs, path = task_files(ref.path, ref.opener, self.settings.store)
         active = ref.next_segment_base is None
         segment = LogSegment(fs.dirname(path), ref.base_offset, fs, log_path=path,
-                             active=active, stats=self.stats,
+                             active=active, stats=self.stats, files_prefix=ref.files_prefix,
                              rebuild_bad_indexes=not self.settings.fail_on_data_loss)
         size = segment.valid_size() if active else segment.size
         row = dict(topic=ref.topic, partition=ref.partition, segment=ref.base_offset,

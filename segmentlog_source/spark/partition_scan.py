@@ -46,7 +46,10 @@ def scan_partition(partition, opts: ReadOptions, predicates: tuple = (), decodin
     segments = getattr(partition, "segments", None)
     if group is None and segments is None:
         return iter(())   # Spark's stand-in InputPartition(None) for an empty plan
-    settings = ScanSettings(fold(list(predicates)), opts.read_committed, opts.verify_checksums,
+    # A remote copy whose chunks nothing but the batches' CRCs checks (Aiven's zstd without
+    # encryption) is read with them checked, whatever verifyChecksums says.
+    verify = opts.verify_checksums or any(t.checks_crc for t in getattr(group, "tasks", ()))
+    settings = ScanSettings(fold(list(predicates)), opts.read_committed, verify,
                             opts.include_payload, opts.include_headers, opts.fail_on_data_loss,
                             opts.store, decoding)
     if segments is not None:

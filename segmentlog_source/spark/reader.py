@@ -154,6 +154,14 @@ class _AbortTracker:
                     f"it is there", self.path)
 
 
+
+def task_files(path: str, opener, store):
+    """The file system that serves a task's file, and the file's path there: the path's own,
+    or (a remote tier's chunked or encrypted copy) what the task's opener rebuilds."""
+    if opener is not None:
+        return opener.files(store), path
+    return filesystem_for(path, store)
+
 class GroupScan:
     """Scans one ReadGroup; `stats` counts the bytes and requests it cost."""
 
@@ -245,7 +253,7 @@ class GroupScan:
     def _checked_scan(self, task: ScanTask, *, headers_only: bool = False) -> CheckedScan:
         """The task's byte range, each batch checked against its neighbours (`headers_only`:
         batch bodies are not read, except legacy compressed wrappers')."""
-        fs, path = filesystem_for(task.path, self.settings.store)
+        fs, path = task_files(task.path, task.opener, self.settings.store)
         # Reading only headers, a local read takes one header at a time (a 16 KiB batch costs
         # 61 bytes); an object store's requests cost more than its bytes, so it reads ahead.
         chunk = V2_HEADER_SIZE if headers_only and not fs.immutable_objects \

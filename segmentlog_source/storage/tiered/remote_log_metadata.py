@@ -316,6 +316,12 @@ class RemoteLogMetadata:
         return sorted(part.segments.values(),
                       key=lambda m: (m.start_offset, part.order[m.segment_id]))
 
+    def custom_metadata(self) -> dict[str, bytes]:
+        """Segment id -> the custom metadata its copy recorded (a plugin's own: Aiven's says
+        where the segment's objects are when not under the configured prefix)."""
+        return {m.segment_id: m.custom_metadata for part in self._partitions.values()
+                for m in part.segments.values() if m.custom_metadata is not None}
+
     def partition_deleted(self, topic_id: str, partition: int
                           ) -> RemotePartitionDeleteMetadata | None:
         """The partition's latest remote delete state (None: no delete was recorded; Kafka

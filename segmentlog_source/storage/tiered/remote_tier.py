@@ -5,7 +5,9 @@
     log, live = tier.partition_log("orders", 3, local=PartitionLog.open(...) or None)
 
 The layout is found from what is at `uri`: Kafka's reference LocalTieredStorage keeps a
-`kafka-tiered-storage` directory (local_tiered_storage.py).
+`kafka-tiered-storage` directory (local_tiered_storage.py); Aiven's plugin keeps
+`<topic>-<topic id>/<partition>/<offset>-<segment id>.rsm-manifest` objects under its key
+prefix, which `uri` must end with (aiven_segment.py).
 """
 
 from __future__ import annotations
@@ -16,16 +18,51 @@ from dataclasses import dataclass
 from ...errors import LogNotFoundError
 from ..io.filesystem import filesystem_for
 from ..log.partition_log import PartitionLog
-from .local_tiered_storage import RemoteCopy, list_copies, tiered_storage_root
+from .aiven_segment import list_aiven_segments, split_topic_dir
+from .local_tiered_storage import (FINISHED_SUFFIXES, RemoteCopy, list_copies,
+                                   tiered_storage_root)
+from .remote_log_metadata import RemoteLogMetadata
 from .tiered_log import LiveCopies, from_listing, from_metadata, leader_epochs, tiered_log
 
 log = logging.getLogger("segmentlog")
 
 
 def is_remote_tier(path: str, config=None) -> bool:
-    """Whether `path` is a remote tier's root (what `load()` then reads alone)."""
+    """Whether `path` is a remote tier's root (what `load()` then reads alone). A data
+    directory's `<topic>-<partition>` names never parse as Aiven's `<topic>-<topic id>`, so
+    it costs one listing."""
     fs, path = filesystem_for(path, config)
-    return tiered_storage_root(fs, path) is not None
+    if not fs.is_dir(path):
+        return False
+    return tiered_storage_root(fs, path) is not None or any(
+        split_topic_dir(name) is not None for name in fs.list_dir(path))
+
+
+class _AivenCopyFiles:
+    """An Aiven copy's objects as files, opened (its manifest read) on first use: a plan
+    passes over most copies of a long tier without reading them."""
+
+    def __init__(self, tier: "RemoteTier", listing):
+        self._tier, self._listing, self._files = tier, listing, None
+
+    def _open(self):
+        if self._files is None:
+            ref = self._listing.ref(self._tier.fs, private_key=self._tier.private_key)
+            self._files = ref.files(self._tier.config)
+        return self._files
+
+    def __getattr__(self, name):
+        return getattr(self._open(), name)
+
+    def opener(self):
+        """What a task carries to an executor to open the copy there."""
+        return self._open().ref(self._listing.root, private_key=self._tier.private_key)
+
+    @property
+    def unchecked_bytes(self) -> bool:
+        """zstd chunks without encryption: no check covers them but the batches' CRCs."""
+        manifest = self._open().manifest
+        return bool(manifest.compression) and manifest.encryption is None
 
 
 @dataclass
@@ -34,22 +71,35 @@ class RemoteTier:
     fs: object
     copies: dict[tuple[str, int], list[RemoteCopy]]
     metadata: object = None          # a RemoteLogMetadata, or None: the listing alone
+    config: object = None            # the fs.* options (StoreConfig)
+    private_key: str | None = None   # option remoteTierPrivateKey (Aiven's encryption)
 
     @classmethod
-    def open(cls, uri: str, config=None, metadata_paths=(), stats=None) -> "RemoteTier":
+    def open(cls, uri: str, config=None, metadata_paths=(), stats=None,
+             private_key: str | None = None) -> "RemoteTier":
         fs, path = filesystem_for(uri, config)
-        root = tiered_storage_root(fs, path)
-        if root is None:
-            raise LogNotFoundError(f"{uri}: no remote tier there (Kafka's LocalTieredStorage "
-                                   f"keeps a kafka-tiered-storage directory)")
-        copies: dict[tuple[str, int], list[RemoteCopy]] = {}
-        for copy in list_copies(fs, root):
-            copies.setdefault((copy.topic, copy.partition), []).append(copy)
         metadata = None
         if metadata_paths:
-            from .remote_log_metadata import RemoteLogMetadata
             metadata = RemoteLogMetadata.load(list(metadata_paths), stats=stats)
-        return cls(uri, fs, copies, metadata)
+        tier = cls(uri, fs, {}, metadata, config, private_key)
+        root = tiered_storage_root(fs, path)
+        if root is not None:
+            listed = list_copies(fs, root)
+        else:
+            listed = [RemoteCopy(a.topic, a.partition, a.topic_id, a.segment_id,
+                                 a.start_offset, fs.join(a.root, a.key), FINISHED_SUFFIXES,
+                                 ref=a)
+                      for a in list_aiven_segments(fs, path, custom_metadata=None
+                                                   if metadata is None
+                                                   else metadata.custom_metadata())]
+        if not listed and root is None:
+            raise LogNotFoundError(
+                f"{uri}: no remote tier there (Kafka's LocalTieredStorage keeps a "
+                f"kafka-tiered-storage directory; Aiven's plugin <topic>-<topic id>/"
+                f"<partition>/*.rsm-manifest objects under its key prefix)")
+        for copy in listed:
+            tier.copies.setdefault((copy.topic, copy.partition), []).append(copy)
+        return tier
 
     def partitions(self) -> list[tuple[str, int]]:
         return sorted(self.copies)
@@ -95,7 +145,7 @@ class RemoteTier:
         return live
 
     def copy_fs(self, copy: RemoteCopy):
-        return self.fs
+        return self.fs if copy.ref is None else _AivenCopyFiles(self, copy.ref)
 
     def partition_log(self, topic: str, partition: int, local: PartitionLog | None, *,
                       stats=None, salvage: bool = False) -> tuple[PartitionLog, LiveCopies]:
