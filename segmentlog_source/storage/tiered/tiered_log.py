@@ -56,7 +56,9 @@ def from_metadata(metadata, copies: list[RemoteCopy], topic_id: str, partition: 
             live.lost.append(f"remote segment {segment.segment_id} (offsets "
                              f"{segment.first_offset}..{segment.last_offset}) of "
                              f"{segment.topic}-{partition} finished copying, says "
-                             f"__remote_log_metadata, but the remote tier has no .log for it")
+                             f"__remote_log_metadata, but the remote tier has no .log for it "
+                             f"(Aiven's plugin in Iceberg mode writes none: read its table as "
+                             f"Iceberg)")
             continue
         if segment.first_offset != segment.start_offset:
             # (a floor lookup only ever cuts a copy's tail: its head is where its file starts)
