@@ -34,7 +34,8 @@ class SegmentsInputPartition(InputPartition):
 
 def with_hint(err: Exception, fail_on_data_loss: bool) -> Exception:
     """`err` completed with what to do, where segmentlog knows it."""
-    if isinstance(err, FileChangedError) or not isinstance(err, CorruptDataError):
+    if isinstance(err, FileChangedError) or not isinstance(err, CorruptDataError) \
+            or err.hint is not None:     # (what to do is already said, e.g. the metadata's)
         return err
     return err.hinted(SKIP_HINT) if fail_on_data_loss else err
 

@@ -1,7 +1,8 @@
 """`__remote_log_metadata` decoded and replayed as Kafka's RemoteLogMetadataCache replays it: a
 real Kafka 4.4 broker's metadata against the remote tier it wrote, then generated histories
-(written by this file's own encoder, from the message definitions) for what a single broker
-does not do: retried and overlapping copies, diverged leaders, illegal events, damage.
+(written by tests/storage/remote_metadata_log.py's encoder, from the message definitions) for
+what a single broker does not do: retried and overlapping copies, diverged leaders, illegal
+events, damage.
 
 Fixture: tests/fixtures/tiered/kafka-4.4-local-tiered-storage (README.md there says how a real
 broker wrote it).
@@ -12,7 +13,6 @@ from __future__ import annotations
 import base64
 import logging
 import shutil
-import struct
 from pathlib import Path
 
 import pytest
@@ -25,6 +25,7 @@ from segmentlog_source.format.remote_log_metadata import (
     RemoteLogSegmentMetadata, RemoteLogSegmentMetadataUpdate, decode_value)
 from segmentlog_source.storage.tiered.remote_log_metadata import (RemoteLogMetadata,
                                                                   partition_metadata_partition)
+from tests.storage.remote_metadata_log import TID, finished, part_delete, seg, sid, upd
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "tiered" / \
     "kafka-4.4-local-tiered-storage"
@@ -63,82 +64,8 @@ def remote_files(tree: str, topic: str, topic_id: str, partition: int) -> dict[s
     return {p.stem.split("-", 1)[1]: p for p in directory.glob("*.log")}
 
 
-# -- an encoder of the four messages, written from kafka-storage's message definitions ---------
-def uvarint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def tags(fields: dict[int, bytes] | None = None) -> bytes:
-    fields = fields or {}
-    return uvarint(len(fields)) + b"".join(uvarint(t) + uvarint(len(v)) + v
-                                           for t, v in sorted(fields.items()))
-
-
-def compact(data: bytes | None) -> bytes:
-    return b"\x00" if data is None else uvarint(len(data) + 1) + data
-
-
-def uuid(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "==")
-
-
-def tip(topic: str, topic_id: str, partition: int) -> bytes:
-    return compact(topic.encode()) + uuid(topic_id) + struct.pack(">i", partition) + tags()
-
-
-def frame(api_key: int) -> bytes:
-    return uvarint(1) + uvarint(api_key) + uvarint(0)
-
-
-TID = "AAECAwQFBgcICQoLDA0ODw"     # a made-up topic id for the generated histories
-
-
-def sid(n: int) -> str:
-    return base64.urlsafe_b64encode(bytes([n]) * 16).rstrip(b"=").decode()
-
-
-def seg(n: int, start: int, end: int, epochs, *, state: int = 0, topic: str = "t",
-        topic_id: str = TID, partition: int = 0, size: int = 1000, custom: bytes | None = None,
-        txn_empty: bool = True, broker: int = 1, max_ts: int = 1000, event_ts: int = 2000,
-        segment_id: str | None = None) -> bytes:
-    """A RemoteLogSegmentMetadataRecord (apiKey 0)."""
-    segment_id = segment_id or sid(n)
-    return (frame(0) + tip(topic, topic_id, partition) + uuid(segment_id) + tags()
-            + struct.pack(">qqiqq", start, end, broker, max_ts, event_ts)
-            + uvarint(len(epochs) + 1)
-            + b"".join(struct.pack(">iq", e, o) + tags() for e, o in epochs)
-            + struct.pack(">i", size) + compact(custom) + struct.pack(">b", state)
-            + tags({0: b"\x01"} if txn_empty else None))
-
-
-def upd(n: int, state: int, *, topic: str = "t", topic_id: str = TID, partition: int = 0,
-        custom: bytes | None = None, broker: int = 1, event_ts: int = 3000,
-        segment_id: str | None = None) -> bytes:
-    """A RemoteLogSegmentMetadataUpdateRecord (apiKey 1)."""
-    return (frame(1) + tip(topic, topic_id, partition) + uuid(segment_id or sid(n)) + tags()
-            + struct.pack(">iq", broker, event_ts) + compact(custom) + struct.pack(">b", state)
-            + tags())
-
-
-def part_delete(state: int, *, topic: str = "t", topic_id: str = TID, partition: int = 0
-                ) -> bytes:
-    """A RemotePartitionDeleteMetadataRecord (apiKey 2)."""
-    return frame(2) + tip(topic, topic_id, partition) + struct.pack(">iqb", 1, 4000, state) \
-        + tags()
-
-
-def finished(n: int, start: int, end: int, epochs, **kw) -> list[bytes]:
-    return [seg(n, start, end, epochs, **kw), upd(n, 1, **{k: v for k, v in kw.items()
-                                                           if k in ("topic", "partition")})]
-
-
 def reencode(v) -> bytes:
-    """A decoded value written again by this file's encoder."""
+    """A decoded value written again by the tests' encoder."""
     common = dict(topic=v.topic, topic_id=v.topic_id, partition=v.partition,
                   custom=v.custom_metadata, broker=v.broker_id, event_ts=v.event_timestamp,
                   segment_id=v.segment_id)

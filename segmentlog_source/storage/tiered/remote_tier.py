@@ -15,8 +15,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from ...errors import LogNotFoundError
+from ...errors import CorruptDataError, LogNotFoundError
 from ..io.filesystem import filesystem_for
+from ..log.log_segment import LogSegment
 from ..log.partition_log import PartitionLog
 from .aiven_segment import list_aiven_segments, split_topic_dir
 from .local_tiered_storage import (FINISHED_SUFFIXES, RemoteCopy, list_copies,
@@ -73,6 +74,7 @@ class RemoteTier:
     metadata: object = None          # a RemoteLogMetadata, or None: the listing alone
     config: object = None            # the fs.* options (StoreConfig)
     private_key: str | None = None   # option remoteTierPrivateKey (Aiven's encryption)
+    missing_hint: str = ""           # what a copy the store lacks may be, in this layout
 
     @classmethod
     def open(cls, uri: str, config=None, metadata_paths=(), stats=None,
@@ -80,9 +82,17 @@ class RemoteTier:
         fs, path = filesystem_for(uri, config)
         metadata = None
         if metadata_paths:
-            metadata = RemoteLogMetadata.load(list(metadata_paths), stats=stats)
+            try:
+                metadata = RemoteLogMetadata.load(list(metadata_paths), stats=stats)
+            except CorruptDataError as err:   # (failOnDataLoss=false salvages rows, not this)
+                raise err.hinted("give an intact copy of the __remote_log_metadata "
+                                 "partitions (option remoteLogMetadata), or leave them out "
+                                 "to read the tier's listing") from None
         tier = cls(uri, fs, {}, metadata, config, private_key)
         root = tiered_storage_root(fs, path)
+        if root is None:
+            tier.missing_hint = (" (Aiven's plugin in Iceberg mode writes none: read its table "
+                                 "as Iceberg)")
         if root is not None:
             listed = list_copies(fs, root)
         else:
@@ -134,15 +144,23 @@ class RemoteTier:
                         "aside: the partition is topic id %s (a deleted and re-created topic "
                         "leaves its old copies behind)", name, ", ".join(others), topic_id)
         if self.metadata is None:
-            live = from_listing(copies, name)
+            live = from_listing(copies, name, self._next_offset)
         else:
             live = from_metadata(self.metadata, copies, topic_id, partition,
                                  leader_epochs=leader_epochs(local),
+                                 missing_hint=self.missing_hint,
                                  log_end_offset=None if local is None
                                  else local.log_end_offset)
         for warning in live.warnings:
             log.warning("segmentlog: %s", warning)
         return live
+
+    def _next_offset(self, copy: RemoteCopy) -> int:
+        """Where a copy's batches end, from its files (its index and tail)."""
+        segment = LogSegment(self.fs.dirname(copy.prefix), copy.start_offset,
+                             self.copy_fs(copy), log_path=copy.log_path,
+                             files_prefix=copy.prefix)
+        return segment.read_next_offset()
 
     def copy_fs(self, copy: RemoteCopy):
         return self.fs if copy.ref is None else _AivenCopyFiles(self, copy.ref)

@@ -23,6 +23,7 @@ from ..log.checkpoints import read_leader_epoch_checkpoint, read_offset_checkpoi
 from ..log.log_segment import LogSegment
 from ..log.partition_log import PartitionLog
 from ..log_files import LEADER_EPOCH_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, LOG_SUFFIX
+from .cut_copy import CutCopyFiles, cut_position
 from .local_tiered_storage import RemoteCopy
 
 log = logging.getLogger("segmentlog")
@@ -36,10 +37,13 @@ class LiveCopies:
     warnings: list[str] = field(default_factory=list)
     lost: list[str] = field(default_factory=list)     # listed as live, absent from the store
     log_start_offset: int | None = None               # the metadata's, when there is no local
+    last_offsets: dict[str, int] = field(default_factory=dict)   # segment id -> the metadata's
+    cuts: dict[str, int] = field(default_factory=dict)  # segment id -> where a later copy starts
 
 
 def from_metadata(metadata, copies: list[RemoteCopy], topic_id: str, partition: int, *,
-                  leader_epochs=None, log_end_offset: int | None = None) -> LiveCopies:
+                  leader_epochs=None, log_end_offset: int | None = None,
+                  missing_hint: str = "") -> LiveCopies:
     """The copies `__remote_log_metadata` says are live (finished, on the lineage, one per
     offset); one it lists whose files the store lacks, or offsets no live copy holds, are
     lost data. A copy a later one takes part of over is read up to where that one starts
@@ -56,9 +60,8 @@ def from_metadata(metadata, copies: list[RemoteCopy], topic_id: str, partition: 
             live.lost.append(f"remote segment {segment.segment_id} (offsets "
                              f"{segment.first_offset}..{segment.last_offset}) of "
                              f"{segment.topic}-{partition} finished copying, says "
-                             f"__remote_log_metadata, but the remote tier has no .log for it "
-                             f"(Aiven's plugin in Iceberg mode writes none: read its table as "
-                             f"Iceberg)")
+                             f"__remote_log_metadata, but the remote tier has no .log for it"
+                             f"{missing_hint}")
             continue
         if segment.first_offset != segment.start_offset:
             # (a floor lookup only ever cuts a copy's tail: its head is where its file starts)
@@ -66,6 +69,9 @@ def from_metadata(metadata, copies: list[RemoteCopy], topic_id: str, partition: 
                                    f"{segment.segment_id} would be read from offset "
                                    f"{segment.first_offset}, inside it", copy.log_path)
         live.copies.append(copy)
+        live.last_offsets[copy.segment_id] = segment.last_offset
+        if segment.last_offset < segment.end_offset:
+            live.cuts[copy.segment_id] = segment.last_offset + 1
     start = live.log_start_offset or 0
     name = f"{copies[0].topic}-{partition}" if copies else f"topic id {topic_id} {partition}"
     for first, last in result.gaps:
@@ -75,8 +81,11 @@ def from_metadata(metadata, copies: list[RemoteCopy], topic_id: str, partition: 
     return live
 
 
-def from_listing(copies: list[RemoteCopy], name: str) -> LiveCopies:
-    """Without `__remote_log_metadata`: complete filesets, one per start offset."""
+def from_listing(copies: list[RemoteCopy], name: str, end_of) -> LiveCopies:
+    """Without `__remote_log_metadata`: complete filesets, each offset once. Of several copies
+    at one start offset the one reaching furthest is read (`end_of(copy)`: its next offset,
+    from its files), and a copy starting inside one already chosen is left aside: a new
+    leader's copy may span several of the old leader's."""
     live = LiveCopies([], warnings=[
         f"{name}: no __remote_log_metadata given (option remoteLogMetadata): the remote "
         f"tier's listing is read as it is, and a listing cannot tell a finished copy from one "
@@ -85,17 +94,27 @@ def from_listing(copies: list[RemoteCopy], name: str) -> LiveCopies:
     by_start: dict[int, list[RemoteCopy]] = {}
     for copy in copies:
         by_start.setdefault(copy.start_offset, []).append(copy)
+    reached = None
     for start, found in sorted(by_start.items()):
         complete = [c for c in found if c.complete]
         if not complete:
             live.warnings.append(f"{found[0].prefix}: no complete copy at offset {start} "
                                  f"(files {', '.join(found[0].suffixes)}): skipped")
             continue
-        if len(complete) > 1:
+        if reached is not None and start < reached:
+            live.warnings.append(f"the copies at offset {start} ("
+                                 f"{', '.join(c.segment_id for c in complete)}) start inside "
+                                 f"{live.copies[-1].segment_id}, read up to {reached - 1}: "
+                                 f"left aside")
+            continue
+        ends = {c.segment_id: end_of(c) for c in complete} if len(complete) > 1 else {}
+        chosen = max(complete, key=lambda c: ends[c.segment_id]) if ends else complete[0]
+        if ends:
             live.warnings.append(f"{len(complete)} complete copies of the segment at offset "
                                  f"{start} ({', '.join(c.segment_id for c in complete)}): "
-                                 f"{complete[0].segment_id} is read")
-        live.copies.append(complete[0])
+                                 f"{chosen.segment_id}, reaching furthest, is read")
+        live.copies.append(chosen)
+        reached = ends.get(chosen.segment_id) or end_of(chosen)
     return live
 
 
@@ -106,9 +125,20 @@ def tiered_log(name: str, live: LiveCopies, local: PartitionLog | None, copy_fs,
     first_local = local.segments[0].base_offset if local is not None and local.segments \
         else None
     remote = [c for c in live.copies if first_local is None or c.start_offset < first_local]
-    segments = [LogSegment(c.prefix.rsplit("/", 1)[0], c.start_offset, copy_fs(c),
-                           log_path=c.log_path, files_prefix=c.prefix, stats=stats,
-                           rebuild_bad_indexes=salvage) for c in remote]
+
+    def segment(copy: RemoteCopy, fs) -> LogSegment:
+        return LogSegment(copy.prefix.rsplit("/", 1)[0], copy.start_offset, fs,
+                          log_path=copy.log_path, files_prefix=copy.prefix, stats=stats,
+                          rebuild_bad_indexes=salvage)
+
+    segments = []
+    for copy in remote:
+        fs = copy_fs(copy)
+        cut = live.cuts.get(copy.segment_id)
+        if cut is not None:      # read up to where the later copy starts (cut_copy.py)
+            end = cut_position(segment(copy, fs), cut, name)
+            fs = CutCopyFiles(fs, copy.prefix, copy.start_offset, cut, end)
+        segments.append(segment(copy, fs))
     for before, after in zip(remote, remote[1:]):
         if after.start_offset <= before.start_offset:   # (where a copy ends, the batches and
             # the next base offset say: the executor checks them as in a local log)
@@ -117,7 +147,14 @@ def tiered_log(name: str, live: LiveCopies, local: PartitionLog | None, copy_fs,
     if local is None:
         if not segments:
             raise CorruptDataError(f"{name}: the remote tier holds no segment of it to read")
-        first = remote[0]
+        first, last = remote[0], remote[-1]
+        if last.segment_id in live.last_offsets:
+            # (the next copy's base offset checks where each copy ends; nothing follows this)
+            end, copied = segments[-1].read_next_offset(), live.last_offsets[last.segment_id]
+            if end <= copied:
+                live.lost.append(f"offsets {end}..{copied} of {name} are missing: remote "
+                                 f"segment {last.segment_id} was copied up to {copied}, says "
+                                 f"__remote_log_metadata, but its .log ends at {end - 1}")
         start = max(live.log_start_offset or 0, first.start_offset)
         return PartitionLog(segments[0].fs, segments[0].directory, first.topic,
                             first.partition, segments, start)
