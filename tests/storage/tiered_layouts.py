@@ -8,6 +8,7 @@ not segmentlog's code."""
 from __future__ import annotations
 
 import base64
+import json
 import random
 import shutil
 import struct
@@ -67,4 +68,57 @@ def copy_to_tier(partition_dir: Path, root: Path, *, topic_id: str | None = None
         Path(str(prefix) + ".leader_epoch_checkpoint").write_text("0\n1\n0 0\n")
         Path(str(prefix) + ".snapshot").write_bytes(empty_producer_snapshot())
         copied.append((base, segment_id, prefix))
+    return copied
+
+
+def copy_to_aiven_tier(partition_dir: Path, root: Path, *, chunk_size: int, seed: int = 0,
+                       key_prefix: str = "") -> list[tuple[int, str]]:
+    """The closed segments of `partition_dir` as Aiven's plugin uploads them without
+    compression or encryption (the layout of tests/fixtures/tiered/aiven/plain, which the
+    real plugin wrote): `<prefix><topic>-<topic id>/<partition>/<offset>-<segment id>` with the
+    `.log` as it is, `.indexes` (offset, time, producer snapshot, leader epoch, transaction
+    indexes back to back) and an `.rsm-manifest` with a fixed chunk index."""
+    rng = random.Random(seed)
+    topic, _, partition = partition_dir.name.rpartition("-")
+    topic_id = topic_id_of(partition_dir)
+    logs = sorted(partition_dir.glob("*.log"))
+    target = root / f"{key_prefix}{topic}-{topic_id}" / partition
+    target.mkdir(parents=True, exist_ok=True)
+    copied = []
+    for log, following in zip(logs, logs[1:]):
+        base, size = int(log.stem), log.stat().st_size
+        segment_id = kafka_uuid(rng)
+        stem = target / f"{base:020d}-{segment_id}"
+        shutil.copyfile(log, str(stem) + ".log")
+        parts = {"offset": log.with_suffix(".index").read_bytes(),
+                 "timestamp": log.with_suffix(".timeindex").read_bytes(),
+                 "producerSnapshot": empty_producer_snapshot(),
+                 "leaderEpoch": b"0\n1\n0 0\n"}
+        txn = log.with_suffix(".txnindex")
+        if txn.exists() and txn.stat().st_size:
+            parts["transaction"] = txn.read_bytes()
+        indexes, where = b"", {}
+        for name, data in parts.items():
+            where[name] = {"position": len(indexes), "size": len(data)}
+            indexes += data
+        where.setdefault("transaction", None)
+        Path(str(stem) + ".indexes").write_bytes(indexes)
+        chunks = max(1, -(-size // chunk_size))
+        manifest = {
+            "version": "1",
+            "chunkIndex": {"type": "fixed", "originalChunkSize": chunk_size,
+                           "originalFileSize": size, "transformedChunkSize": chunk_size,
+                           "finalTransformedChunkSize": size - chunk_size * (chunks - 1)},
+            "segmentIndexes": where, "compression": False,
+            "remoteLogSegmentMetadata": {
+                "remoteLogSegmentId": {"topicIdPartition": {
+                    "topicId": topic_id,
+                    "topicPartition": {"topic": topic, "partition": int(partition)}},
+                    "id": segment_id},
+                "startOffset": base, "endOffset": int(following.stem) - 1,
+                "maxTimestampMs": 0, "brokerId": 1, "eventTimestampMs": 0,
+                "segmentLeaderEpochs": {"0": base}, "txnIdxEmpty": "transaction" not in parts}}
+        Path(str(stem) + ".rsm-manifest").write_text(json.dumps(manifest,
+                                                                separators=(",", ":")))
+        copied.append((base, segment_id))
     return copied

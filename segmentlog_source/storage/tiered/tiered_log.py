@@ -84,8 +84,9 @@ def from_metadata(metadata, copies: list[RemoteCopy], topic_id: str, partition: 
 def from_listing(copies: list[RemoteCopy], name: str, end_of) -> LiveCopies:
     """Without `__remote_log_metadata`: complete filesets, each offset once. Of several copies
     at one start offset the one reaching furthest is read (`end_of(copy)`: its next offset,
-    from its files), and a copy starting inside one already chosen is left aside: a new
-    leader's copy may span several of the old leader's."""
+    from its files, read only for such copies): a new leader's copy may span several of the
+    old leader's, and the next one, starting inside it, then fails the executor's check that
+    a segment's batches end below the next one's base offset (an error naming both)."""
     live = LiveCopies([], warnings=[
         f"{name}: no __remote_log_metadata given (option remoteLogMetadata): the remote "
         f"tier's listing is read as it is, and a listing cannot tell a finished copy from one "
@@ -94,18 +95,11 @@ def from_listing(copies: list[RemoteCopy], name: str, end_of) -> LiveCopies:
     by_start: dict[int, list[RemoteCopy]] = {}
     for copy in copies:
         by_start.setdefault(copy.start_offset, []).append(copy)
-    reached = None
     for start, found in sorted(by_start.items()):
         complete = [c for c in found if c.complete]
         if not complete:
             live.warnings.append(f"{found[0].prefix}: no complete copy at offset {start} "
                                  f"(files {', '.join(found[0].suffixes)}): skipped")
-            continue
-        if reached is not None and start < reached:
-            live.warnings.append(f"the copies at offset {start} ("
-                                 f"{', '.join(c.segment_id for c in complete)}) start inside "
-                                 f"{live.copies[-1].segment_id}, read up to {reached - 1}: "
-                                 f"left aside")
             continue
         ends = {c.segment_id: end_of(c) for c in complete} if len(complete) > 1 else {}
         chosen = max(complete, key=lambda c: ends[c.segment_id]) if ends else complete[0]
@@ -114,7 +108,6 @@ def from_listing(copies: list[RemoteCopy], name: str, end_of) -> LiveCopies:
                                  f"{start} ({', '.join(c.segment_id for c in complete)}): "
                                  f"{chosen.segment_id}, reaching furthest, is read")
         live.copies.append(chosen)
-        reached = ends.get(chosen.segment_id) or end_of(chosen)
     return live
 
 
