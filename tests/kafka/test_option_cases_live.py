@@ -166,8 +166,12 @@ def test_the_same_sink_options_through_sparks_kafka_sink(kafka_spark, live, case
     spark = kafka_spark
     topic = _sink_topic(case)
     options = {**_kafka_options(case), "topic": topic}
+    # (a record that cannot be sent, as a transactional producer's before initTransactions,
+    # fails after delivery.timeout.ms, 120 s by default: the outcome is the same after 6 s)
     theirs = _write(write_input(spark).write.format("kafka")
-                    .option("kafka.bootstrap.servers", live.bootstrap), options)
+                    .option("kafka.bootstrap.servers", live.bootstrap)
+                    .option("kafka.request.timeout.ms", "5000")
+                    .option("kafka.delivery.timeout.ms", "6000"), options)
     ours = _write(write_input(spark).write.format("segmentlog").mode("append"), options,
                   str(tmp_path / "out"))
     wanted_ours = "error" if isinstance(case.outcome, Error) else "written"
