@@ -19,7 +19,6 @@ import base64
 import binascii
 from dataclasses import dataclass
 import json
-import re
 
 import cramjam
 import numpy as np
@@ -472,28 +471,6 @@ def parse_custom_metadata(data: bytes, where: str) -> AivenCustomMetadata:
 
 
 # -- object keys -----------------------------------------------------------------------------------
-
-UUID_CHARS = 22   # Kafka's Uuid.toString(): URL-safe base64 without padding
-_UUID = re.compile(r"[A-Za-z0-9_-]{22}")
-
-
-def split_topic_dir(name: str) -> tuple[str, str] | None:
-    """`<topic>-<topic id>` -> (topic, topic id): by length, since both may hold '-'."""
-    if len(name) < UUID_CHARS + 2 or name[-UUID_CHARS - 1] != "-":
-        return None
-    topic, topic_id = name[:-UUID_CHARS - 1], name[-UUID_CHARS:]
-    return (topic, topic_id) if _UUID.fullmatch(topic_id) else None
-
-
-def split_segment_stem(stem: str) -> tuple[int, str] | None:
-    """`<20-digit start offset>-<segment id>` -> (start offset, segment id)."""
-    if len(stem) != 20 + 1 + UUID_CHARS or stem[20] != "-":
-        return None
-    digits, segment_id = stem[:20], stem[21:]
-    if not (digits.isascii() and digits.isdigit() and _UUID.fullmatch(segment_id)):
-        return None
-    return int(digits), segment_id
-
 
 def object_keys(key_prefix: str, main: str, custom_metadata: bytes | None = None
                 ) -> tuple[str, str]:

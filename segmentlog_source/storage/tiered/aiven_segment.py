@@ -26,15 +26,16 @@ import numpy as np
 
 from ...errors import CorruptDataError, DataLossError, LogNotFoundError, ReadOnlyStoreError
 from ..io.filesystem import filesystem_for
+from ..io.read_handle import ReadHandle
 from ..io.stats import IOStats
-from ..log_files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, file_name
+from ..log_files import (INDEX_SUFFIX, LOG_SUFFIX, SNAPSHOT_SUFFIX, TIME_INDEX_SUFFIX,
+                         TXN_INDEX_SUFFIX, file_name)
 from .aiven_crypto import decrypt, parse_private_key_option, unwrap_data_key
 from .aiven_manifest import (INDEXES_OBJECT_SUFFIX, LOG_OBJECT_SUFFIX, MANIFEST_SUFFIX,
                              SegmentManifest, bounded_unzstd, iceberg_error, object_keys,
-                             parse_manifest, split_segment_stem, split_topic_dir)
+                             parse_manifest)
+from .remote_names import LEADER_EPOCH_SUFFIX, split_segment_stem, split_topic_dir
 
-SNAPSHOT_SUFFIX = ".snapshot"
-LEADER_EPOCH_SUFFIX = ".leader_epoch_checkpoint"
 # The files a segment shows, and the index of `.indexes` each one is.
 _INDEX_OF_SUFFIX = {INDEX_SUFFIX: "offset", TIME_INDEX_SUFFIX: "timestamp",
                     TXN_INDEX_SUFFIX: "transaction", SNAPSHOT_SUFFIX: "producer_snapshot",
@@ -383,7 +384,7 @@ class AivenSegmentFiles:
                           stats=stats, **kwargs)
 
 
-class _SegmentLog:
+class _SegmentLog(ReadHandle):
     """`<stem>.log` opened: positional reads of the plain segment (one backing handle)."""
 
     def __init__(self, files: AivenSegmentFiles, path: str, stats: IOStats | None):
@@ -400,25 +401,13 @@ class _SegmentLog:
             self._backing = files.fs.open_read(files.log_object, files._stats(self._stats))
         return self.files.read_log(position, length, self._stats, self._backing)
 
-    def read_into(self, position: int, buffer) -> int:
-        view = memoryview(buffer).cast("B")
-        data = self.read_at(position, len(view))
-        view[:len(data)] = data
-        return len(data)
-
     def close(self) -> None:
         if self._backing is not None:
             self._backing.close()
             self._backing = None
 
-    def __enter__(self):
-        return self
 
-    def __exit__(self, *exc):
-        self.close()
-
-
-class _Bytes:
+class _Bytes(ReadHandle):
     """A decoded index opened for reading."""
 
     def __init__(self, path: str, data: bytes):
@@ -429,21 +418,6 @@ class _Bytes:
 
     def read_at(self, position: int, length: int) -> bytes:
         return self._data[position:position + max(length, 0)]
-
-    def read_into(self, position: int, buffer) -> int:
-        view = memoryview(buffer).cast("B")
-        data = self.read_at(position, len(view))
-        view[:len(data)] = data
-        return len(data)
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        pass
 
 
 @dataclass(frozen=True)

@@ -18,31 +18,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import CorruptDataError
+from ..io.read_handle import ReadHandle
 from ..log_files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 
 
-class _Window:
+class _Window(ReadHandle):
     """A read handle that ends at `end`."""
 
     def __init__(self, inner, end: int):
         self._inner, self._end = inner, end
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def size(self) -> int:
         return self._end
 
     def read_at(self, position: int, length: int) -> bytes:
         return self._inner.read_at(position, max(0, min(length, self._end - position)))
-
-    def read_into(self, position: int, buffer) -> int:
-        view = memoryview(buffer).cast("B")
-        return self._inner.read_into(position, view[:max(0, min(len(view),
-                                                                self._end - position))])
 
     def close(self) -> None:
         self._inner.close()

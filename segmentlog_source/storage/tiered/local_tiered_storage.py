@@ -4,8 +4,7 @@
         <20-digit start offset>-<segment id>.log   .index  .timeindex  [.txnindex]
                                               .leader_epoch_checkpoint  .snapshot
 
-Both ids are Kafka Uuids printed as 22 characters of URL-safe base64, which may hold '-' and
-'_' themselves, so names are parsed from the right, by length. Each copy of a segment has its
+Both ids are Kafka Uuids (remote_names.py parses the names). Each copy of a segment has its
 own segment id: a retried or re-led copy sits beside the first one with the same start offset.
 The files are the broker's own, byte for byte (indexes trimmed to their entries), so a copy is
 read as a local segment whose files are named by its prefix. Nothing here says whether a copy
@@ -14,21 +13,16 @@ finished: `__remote_log_metadata` does (remote_log_metadata.py); the listing alo
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from ..log_files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
+from ..log_files import INDEX_SUFFIX, LOG_SUFFIX, SNAPSHOT_SUFFIX, TIME_INDEX_SUFFIX
+from .remote_names import LEADER_EPOCH_SUFFIX, split_segment_stem, split_topic_dir
 
 TIERED_STORAGE_DIR = "kafka-tiered-storage"
-LEADER_EPOCH_SUFFIX = ".leader_epoch_checkpoint"
-PRODUCER_SNAPSHOT_SUFFIX = ".snapshot"
 # What a finished copy holds at least (.txnindex only when the segment had one).
 FINISHED_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, LEADER_EPOCH_SUFFIX,
-                     PRODUCER_SNAPSHOT_SUFFIX)
+                     SNAPSHOT_SUFFIX)
 
-_UUID = r"[A-Za-z0-9_-]{22}"
-_PARTITION_DIR = re.compile(rf"^(?P<topic>.+)-(?P<partition>\d+)-(?P<topic_id>{_UUID})$")
-_COPY_FILE = re.compile(rf"^(?P<offset>\d{{20}})-(?P<segment_id>{_UUID})(?P<suffix>\.[a-z_]+)$")
 
 
 @dataclass(frozen=True)
@@ -64,10 +58,13 @@ def tiered_storage_root(fs, path: str) -> str | None:
 
 def parse_partition_dir(name: str) -> tuple[str, int, str] | None:
     """(topic, partition, topic id) of a `<topic>-<partition>-<topic id>` directory name."""
-    found = _PARTITION_DIR.match(name)
-    if found is None:
+    split = split_topic_dir(name)
+    if split is None:
         return None
-    return found["topic"], int(found["partition"]), found["topic_id"]
+    topic, dash, partition = split[0].rpartition("-")
+    if not (dash and topic and partition.isascii() and partition.isdigit()):
+        return None
+    return topic, int(partition), split[1]
 
 
 def list_copies(fs, root: str) -> list[RemoteCopy]:
@@ -83,10 +80,10 @@ def list_copies(fs, root: str) -> list[RemoteCopy]:
         directory = fs.join(root, name)
         files: dict[tuple[int, str], list[str]] = {}
         for file in fs.list_dir(directory):
-            found = _COPY_FILE.match(file)
+            stem, dot, suffix = file.partition(".")
+            found = split_segment_stem(stem) if dot else None
             if found is not None:
-                files.setdefault((int(found["offset"]), found["segment_id"]), []).append(
-                    found["suffix"])
+                files.setdefault(found, []).append("." + suffix)
         for (offset, segment_id), suffixes in files.items():
             prefix = fs.join(directory, f"{offset:020d}-{segment_id}")
             copies.append(RemoteCopy(topic, partition, topic_id, segment_id, offset, prefix,

@@ -19,10 +19,11 @@ from ...errors import CorruptDataError, LogNotFoundError
 from ..io.filesystem import filesystem_for
 from ..log.log_segment import LogSegment
 from ..log.partition_log import PartitionLog
-from .aiven_segment import list_aiven_segments, split_topic_dir
+from .aiven_segment import list_aiven_segments
 from .local_tiered_storage import (FINISHED_SUFFIXES, RemoteCopy, list_copies,
                                    tiered_storage_root)
 from .remote_log_metadata import RemoteLogMetadata
+from .remote_names import split_topic_dir
 from .tiered_log import LiveCopies, from_listing, from_metadata, leader_epochs, tiered_log
 
 log = logging.getLogger("segmentlog")
