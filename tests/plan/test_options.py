@@ -122,3 +122,20 @@ def test_a_view_is_a_batch_read_and_plans_by_bytes():
     opts = parse_read_options({"path": "/x", "view": "segments", "maxRecordsPerPartition": "10"})
     assert opts.view == "segments" and opts.max_records_per_partition is None
     assert parse_read_options({"path": "/x"}).view == "records"
+
+
+def test_remote_tier_options():
+    opts = parse_read_options({"path": "/d", "remoteTier": "s3://b/rsm",
+                               "remoteLogMetadata": "/a, /b,", "remoteTierPrivateKey": "k.pem"})
+    assert (opts.remote_tier, opts.remote_log_metadata, opts.remote_private_key) == (
+        "s3://b/rsm", ("/a", "/b"), "k.pem")
+    with pytest.raises(BadOptionError, match="remoteTier"):
+        parse_read_options({"path": "/d", "remoteTier": " "})
+
+
+def test_a_stream_refuses_the_remote_tier():
+    from segmentlog_source.plan.stream_options import parse_stream_options
+
+    for name in ("remoteTier", "remoteLogMetadata", "remoteTierPrivateKey"):
+        with pytest.raises(BadOptionError, match=f"{name}.*tails a local log"):
+            parse_stream_options({"path": "/d", name: "/x"})
