@@ -5,7 +5,8 @@ Which copies are live is `__remote_log_metadata`'s to say (remote_log_metadata.p
 whose copy finished, on the partition's leader-epoch lineage, one per offset. Without it the
 tier's listing is all there is, and a listing cannot tell a finished copy from one cut short,
 nor an orphan left by a failed copy or a deposed leader from the live one: `from_listing` keeps
-complete filesets, one per start offset, and says so in a warning.
+complete filesets (of copies sharing a start offset, the one reaching furthest), and says so
+in a warning.
 
 Where both tiers hold a segment (copied, not yet deleted locally) the local one is read: the
 remote copies end where the local log starts. The partition's log start offset is the data
@@ -15,7 +16,6 @@ or without a data directory what the metadata says Kafka would find.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 
 from ...errors import CorruptDataError
@@ -25,9 +25,6 @@ from ..log.partition_log import PartitionLog
 from ..log_files import LEADER_EPOCH_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, LOG_SUFFIX
 from .cut_copy import CutCopyFiles, cut_position
 from .local_tiered_storage import RemoteCopy
-
-log = logging.getLogger("segmentlog")
-
 
 @dataclass
 class LiveCopies:
