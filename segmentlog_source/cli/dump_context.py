@@ -10,6 +10,7 @@ from typing import Callable, TextIO
 from ..errors import BadOptionError
 from ..format.batch import INT32_MAX
 from ..storage.log_files import offset_from_file_name
+from ..storage.tiered.remote_names import split_segment_stem
 
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 
@@ -105,6 +106,9 @@ class Dumper:
         """The segment base offset a file name starts with (Kafka: name.split('.')(0).toLong)."""
         name = fs.basename(shown)
         offset = offset_from_file_name(name)
+        copy = split_segment_stem(name.split(".", 1)[0])
+        if offset is None and copy is not None:
+            offset = copy[0]        # a remote tier's copy, <base offset>-<segment id>.log
         if offset is None:
             raise BadOptionError("--files", shown, "a segment file name must start with the "
                                  "segment's base offset, e.g. 00000000000000000000.log")

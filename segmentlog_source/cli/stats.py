@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..storage.log.log_directory import find_partitions
+from ..plan.partition_sources import find_local_partitions
 from ..storage.log.log_summary import PartitionSummary, summarize_partition
 from ..storage.log.partition_log import PartitionLog
 from .progress import Progress, show_bar
@@ -36,7 +36,7 @@ def partition_stats(paths: list[str], *, deep: bool = False, config=None,
                     quiet: bool = True) -> list[PartitionSummary]:
     """A summary of every partition under `paths`, sorted by topic and partition."""
     logs = [PartitionLog.open(p.path, p.fs, topic=p.topic, partition=p.partition)
-            for p in find_partitions(paths, config=config)]
+            for p in find_local_partitions(list(paths), config)]
     shown = show_bar(quiet)
     total = sum(s.size for log in logs for s in log.segments) if shown else 0
     with Progress(total, "stats", shown=shown) as progress:

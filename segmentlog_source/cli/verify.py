@@ -30,7 +30,8 @@ from ..format.record_decoder import ColumnarDecoder, decode_batch
 from ..storage.log.abstract_index import DEFAULT_INDEX_INTERVAL_BYTES
 from ..storage.log.batch_sequence import BatchSequence
 from ..storage.log.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
-from ..storage.log.log_directory import PartitionDir, find_partitions
+from ..plan.partition_sources import find_local_partitions
+from ..storage.log.log_directory import PartitionDir
 from ..storage.log.log_segment import LogSegment
 from ..storage.log.offset_index import OffsetIndex
 from ..storage.log.partition_log import PartitionLog
@@ -76,7 +77,7 @@ def partition_dirs(paths: list[str], config=None) -> list[PartitionDir]:
     """Partition directories under each path (local, or a URI whose store `config`, a
     StoreConfig, reaches), each with the file system that serves it. Paths are searched one by
     one: two data directories (two brokers) may well hold replicas of the same partition."""
-    return [p for path in paths for p in find_partitions(path, config=config)]
+    return [p for path in paths for p in find_local_partitions([path], config)]
 
 
 def log_bytes(part: PartitionDir) -> int:

@@ -10,14 +10,17 @@ with a warning (storage/tiered/tiered_log.py says what that can get wrong).
 from __future__ import annotations
 
 from dataclasses import dataclass
+import logging
 
-from ..errors import BadOptionError
+from ..errors import BadOptionError, LogNotFoundError
+from ..storage.io.filesystem import filesystem_for
 from ..storage.log.log_directory import find_partitions
 from ..storage.log.partition_log import PartitionLog
-from ..storage.tiered.remote_tier import RemoteTier, is_remote_tier
+from ..storage.tiered.remote_tier import RemoteTier, is_remote_tier, tier_hint
 from .options import ReadOptions
 
 REMOTE_LOG_METADATA_TOPIC = "__remote_log_metadata"
+log = logging.getLogger("segmentlog")
 
 
 @dataclass(frozen=True)
@@ -52,10 +55,15 @@ def partition_sources(opts: ReadOptions, stats=None) -> list[PartitionSource]:
                              "with option remoteTier=<tier>), not both")
     tier_uri = remote_roots[0] if remote_roots else opts.remote_tier
     if tier_uri is None:
+        for name, value in (("remoteLogMetadata", opts.remote_log_metadata),
+                            ("remoteTierPrivateKey", opts.remote_private_key)):
+            if value:
+                raise BadOptionError(name, ",".join(value) if isinstance(value, tuple)
+                                     else value, "it is for a remote tier: give remoteTier, "
+                                     "or load() the tier itself")
         return [PartitionSource(p.topic, p.partition, p.fs, p.path)
-                for p in find_partitions(list(opts.paths), config=opts.store)]
-    local = [] if remote_roots else find_partitions(list(opts.paths), config=opts.store,
-                                                    allow_empty=True)
+                for p in _local(opts, allow_empty=False)]
+    local = [] if remote_roots else _local(opts, allow_empty=True)
     metadata = opts.remote_log_metadata or tuple(
         p.path for p in local if p.topic == REMOTE_LOG_METADATA_TOPIC)
     tier = RemoteTier.open(tier_uri, opts.store, metadata_paths=metadata, stats=stats,
@@ -63,9 +71,44 @@ def partition_sources(opts: ReadOptions, stats=None) -> list[PartitionSource]:
     sources = [PartitionSource(p.topic, p.partition, p.fs, p.path, tier) for p in local
                if p.topic != REMOTE_LOG_METADATA_TOPIC]
     known = {(s.topic, s.partition) for s in sources}
-    if not remote_roots:
-        # (a partition whose local directory is gone is no longer the broker's: not read)
-        return sources
-    return sources + [PartitionSource(topic, partition, tier.fs, None, tier)
-                      for topic, partition in tier.partitions()
-                      if (topic, partition) not in known]
+    unknown = [tp for tp in tier.partitions() if tp not in known]
+    if remote_roots:
+        return sources + [PartitionSource(t, p, tier.fs, None, tier) for t, p in unknown]
+    for topic, partition in unknown:
+        # A partition directory all of whose segments are remote (no active segment left),
+        # or none at all: a partition the brokers no longer hold is not theirs to read.
+        found = _empty_partition_dir(opts, topic, partition)
+        if found is not None:
+            sources.append(PartitionSource(topic, partition, found[0], found[1], tier))
+        else:
+            log.warning("segmentlog: the remote tier %s holds copies of %s-%d, which no data "
+                        "directory read holds: not read (load() the tier to read them)",
+                        tier_uri, topic, partition)
+    return sorted(sources, key=lambda s: (s.topic, s.partition))
+
+
+def _local(opts: ReadOptions, *, allow_empty: bool):
+    return find_local_partitions(list(opts.paths), opts.store, allow_empty=allow_empty)
+
+
+def find_local_partitions(paths: list[str], config=None, *, allow_empty: bool = False):
+    """find_partitions, its error completed when a path is part of a remote tier (the CLI's
+    commands read a broker's log directories through it too)."""
+    try:
+        return find_partitions(paths, config=config, allow_empty=allow_empty)
+    except LogNotFoundError as err:
+        hints = [h for h in (tier_hint(p, config) for p in paths) if h]
+        if not hints:
+            raise
+        raise LogNotFoundError(f"{err}: {'; '.join(hints)}") from None
+
+
+def _empty_partition_dir(opts: ReadOptions, topic: str, partition: int):
+    """(fs, path) of a `<topic>-<partition>` directory without segments in a data directory
+    read, if there is one."""
+    for path in opts.paths:
+        fs, root = filesystem_for(path, opts.store)
+        candidate = fs.join(root, f"{topic}-{partition}")
+        if fs.is_dir(candidate):
+            return fs, candidate
+    return None

@@ -98,6 +98,8 @@ class ScanTask:
     start_checked: bool = True
     ends_segment: bool = True
     next_segment_base: int | None = None
+    next_segment_path: str | None = None     # its .log (errors name it: a remote copy's name
+                                             # is not its base offset's)
     compacted: bool = False
     dirty_from: int | None = None            # the cleaner checkpoint's first dirty offset
     indexed_last_offset: int | None = None   # a closed segment's batches reach at least this
@@ -220,10 +222,13 @@ def plan_partition(part: PartitionView, lo: int, hi: int,
         if end > start:
             if start == 0 and not tasks and i > 0 and part.compacted:
                 _check_ends_below(segments[i - 1], seg)
-            next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
+            following = segments[i + 1] if i + 1 < len(segments) else None
+            next_base = following.base_offset if following is not None else None
             tasks.append(ScanTask(part.topic, part.partition, seg.log_path, start, end, lo, hi,
                                   segment_base=seg.base_offset, after_offset=after,
                                   ends_segment=end == seg.size, next_segment_base=next_base,
+                                  next_segment_path=None if following is None
+                                  else following.log_path,
                                   compacted=part.compacted, dirty_from=part.dirty_from,
                                   indexed_last_offset=seg.indexed_last_offset(),
                                   named_offsets=seg.named_offsets()))

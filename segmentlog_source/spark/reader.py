@@ -261,6 +261,7 @@ class GroupScan:
         return CheckedScan(fs, path, task.start, task.end, segment_base=task.segment_base,
                            after_offset=task.after_offset, start_checked=task.start_checked,
                            ends_segment=task.ends_segment, next_segment_base=task.next_segment_base,
+                           next_segment_path=task.next_segment_path,
                            compacted=task.compacted, dirty_from=task.dirty_from,
                            indexed_last_offset=task.indexed_last_offset,
                            named_offsets=task.named_offsets,

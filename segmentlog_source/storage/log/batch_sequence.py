@@ -64,8 +64,13 @@ class BatchSequence:
 
     def __init__(self, path: str, segment_base: int, previous_last: int | None = None, *,
                  compacted: bool = False, start_checked: bool = True,
-                 next_segment_base: int | None = None, dirty_from: int | None = None):
+                 next_segment_base: int | None = None, dirty_from: int | None = None,
+                 next_segment_path: str | None = None):
         self.path = path
+        self.next_segment_name = (None if next_segment_base is None
+                                  else file_name(next_segment_base, LOG_SUFFIX)
+                                  if next_segment_path is None
+                                  else next_segment_path.rsplit("/", 1)[-1])
         self.segment_base = segment_base
         self.next_segment_base = next_segment_base   # every offset of the segment lies below
         self.at_segment_start = previous_last is None
@@ -90,7 +95,7 @@ class BatchSequence:
         if self.next_segment_base is not None and header.last_offset >= self.next_segment_base:
             raise CorruptDataError(
                 f"batch offsets {first}..{header.last_offset} reach the next segment, "
-                f"{file_name(self.next_segment_base, LOG_SUFFIX)}, which starts at "
+                f"{self.next_segment_name}, which starts at "
                 f"{self.next_segment_base}", self.path, header.position)
         if self.unchecked:
             self.unchecked = self.at_segment_start = False
@@ -136,7 +141,9 @@ class BatchSequence:
         """What follows the last batch checked: the first offset of the next batch in the file,
         or (`next_segment`) the next segment's base offset, found at byte `position`."""
         if next_offset <= self.previous_last:
-            what = (f"the next segment, {file_name(next_offset, LOG_SUFFIX)}, which starts at"
+            name = self.next_segment_name if next_offset == self.next_segment_base \
+                else file_name(next_offset, LOG_SUFFIX)
+            what = (f"the next segment, {name}, which starts at"
                     if next_segment else "the batch after it, which starts at")
             raise CorruptDataError(f"the batch ending at offset {self.previous_last} overlaps "
                                    f"{what} {next_offset}", self.path, position)

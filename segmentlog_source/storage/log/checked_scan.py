@@ -73,7 +73,8 @@ class CheckedScan:
                  verify_crc: bool = True, salvage: bool = False,
                  offset_limit: int | None = None, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                  max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES, stats=None,
-                 expected_size: int | None = None, bodies: bool = True):
+                 expected_size: int | None = None, bodies: bool = True,
+                 next_segment_path: str | None = None):
         if verify_crc and not bodies:
             raise ValueError("verifying CRCs needs the batch bodies")
         self.fs, self.path, self.start, self.end = fs, path, start, end
@@ -85,7 +86,8 @@ class CheckedScan:
         self.sequence = BatchSequence(path, segment_base, after_offset, compacted=compacted,
                                       start_checked=start_checked,
                                       next_segment_base=next_segment_base,
-                                      dirty_from=dirty_from)
+                                      dirty_from=dirty_from,
+                                      next_segment_path=next_segment_path)
         self.skipped: list[Skipped] = []
         self.resynced = False
 

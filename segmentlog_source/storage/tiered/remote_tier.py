@@ -19,9 +19,10 @@ from ...errors import CorruptDataError, LogNotFoundError
 from ..io.filesystem import filesystem_for
 from ..log.log_segment import LogSegment
 from ..log.partition_log import PartitionLog
+from .aiven_manifest import parse_manifest
 from .aiven_segment import list_aiven_segments
-from .local_tiered_storage import (FINISHED_SUFFIXES, RemoteCopy, list_copies,
-                                   tiered_storage_root)
+from .local_tiered_storage import (FINISHED_SUFFIXES, TIERED_STORAGE_DIR, RemoteCopy,
+                                   list_copies, parse_partition_dir, tiered_storage_root)
 from .remote_log_metadata import RemoteLogMetadata
 from .remote_names import split_topic_dir
 from .tiered_log import LiveCopies, from_listing, from_metadata, leader_epochs, tiered_log
@@ -34,10 +35,43 @@ def is_remote_tier(path: str, config=None) -> bool:
     directory's `<topic>-<partition>` names never parse as Aiven's `<topic>-<topic id>`, so
     it costs one listing."""
     fs, path = filesystem_for(path, config)
-    if not fs.is_dir(path):
+    base, key_prefix = _aiven_base(fs, path)
+    if base is None:
         return False
-    return tiered_storage_root(fs, path) is not None or any(
-        split_topic_dir(name) is not None for name in fs.list_dir(path))
+    return (not key_prefix and tiered_storage_root(fs, path) is not None) or any(
+        name.startswith(key_prefix) and split_topic_dir(name[len(key_prefix):]) is not None
+        for name in fs.list_dir(base))
+
+
+def tier_hint(path: str, config=None) -> str | None:
+    """What `path` is, when it is part of a remote tier rather than a broker's log
+    directories, and what to give instead; None otherwise (also when it is a tier's root)."""
+    fs, path = filesystem_for(path, config)
+    path = path.rstrip("/")
+    name, parent = fs.basename(path), fs.dirname(path)
+    if fs.basename(parent) == TIERED_STORAGE_DIR and parse_partition_dir(name) is not None:
+        return (f"{path} is one partition's copies in a remote tier (Kafka's "
+                f"LocalTieredStorage): read the tier, {fs.dirname(parent)}")
+    if split_topic_dir(name) is not None and is_remote_tier(parent, config):
+        return (f"{path} is one topic's copies in a remote tier (Aiven's plugin): read the "
+                f"tier, {parent}")
+    if fs.is_dir(path):
+        tiers = [n for n in fs.list_dir(path) if is_remote_tier(fs.join(path, n), config)]
+        if tiers:
+            return (f"{path} holds a remote tier under the key prefix {tiers[0]}/ (Aiven's "
+                    f"plugin): read {fs.join(path, tiers[0])}")
+    return None
+
+
+def _aiven_base(fs, path: str) -> tuple[str | None, str]:
+    """(the directory to list, the key prefix's part in it): Aiven's plugin glues its
+    `key.prefix` to the keys without a separator, so a tier's URI may end inside a name
+    (`.../pfx-` for objects `pfx-<topic>-<topic id>/...`)."""
+    path = path.rstrip("/")
+    if fs.is_dir(path):
+        return path, ""
+    parent = fs.dirname(path)
+    return (parent, fs.basename(path)) if parent and fs.is_dir(parent) else (None, "")
 
 
 class _AivenCopyFiles:
@@ -67,6 +101,29 @@ class _AivenCopyFiles:
         return bool(manifest.compression) and manifest.encryption is None
 
 
+def _check_key_prefix(fs, uri: str, found) -> None:
+    """One manifest per topic directory says whose segments it holds: a key prefix read into
+    the topic's name (`pfx-orders` for `orders` under key.prefix `pfx-`) is refused, naming
+    the URI to give instead."""
+    seen = set()
+    for listing in found:
+        if (listing.topic, listing.topic_id) in seen:
+            continue
+        seen.add((listing.topic, listing.topic_id))
+        path = fs.join(listing.root, listing.manifest_key)
+        meta = parse_manifest(fs.read_all(path), path).metadata
+        if meta is None or meta.topic == listing.topic:
+            continue
+        if listing.topic.endswith(meta.topic):
+            prefix = listing.topic[:-len(meta.topic)]
+            raise LogNotFoundError(
+                f"{uri}: its objects of topic {meta.topic} are under the key prefix "
+                f"{prefix!r} (Aiven's key.prefix, glued to the keys): give "
+                f"{uri.rstrip('/')}/{prefix} as the remote tier")
+        raise CorruptDataError(f"the manifest names topic {meta.topic}, but its key says "
+                               f"{listing.topic}", path)
+
+
 @dataclass
 class RemoteTier:
     uri: str
@@ -90,19 +147,20 @@ class RemoteTier:
                                  "partitions (option remoteLogMetadata), or leave them out "
                                  "to read the tier's listing") from None
         tier = cls(uri, fs, {}, metadata, config, private_key)
-        root = tiered_storage_root(fs, path)
-        if root is None:
-            tier.missing_hint = (" (Aiven's plugin in Iceberg mode writes none: read its table "
-                                 "as Iceberg)")
+        base, key_prefix = _aiven_base(fs, path)
+        root = tiered_storage_root(fs, path) if base is not None and not key_prefix else None
         if root is not None:
             listed = list_copies(fs, root)
         else:
+            tier.missing_hint = (" (Aiven's plugin in Iceberg mode writes none: read its table "
+                                 "as Iceberg)")
+            found = [] if base is None else list_aiven_segments(
+                fs, base, key_prefix=key_prefix, custom_metadata=None if metadata is None
+                else metadata.custom_metadata())
+            _check_key_prefix(fs, uri, found)
             listed = [RemoteCopy(a.topic, a.partition, a.topic_id, a.segment_id,
                                  a.start_offset, fs.join(a.root, a.key), FINISHED_SUFFIXES,
-                                 ref=a)
-                      for a in list_aiven_segments(fs, path, custom_metadata=None
-                                                   if metadata is None
-                                                   else metadata.custom_metadata())]
+                                 ref=a) for a in found]
         if not listed and root is None:
             raise LogNotFoundError(
                 f"{uri}: no remote tier there (Kafka's LocalTieredStorage keeps a "
