@@ -27,8 +27,8 @@ from segmentlog_source.errors import (BadOptionError, CorruptDataError, DataLoss
                                       LogNotFoundError)
 from segmentlog_source.spark.source import SegmentLogPushdownReader, SegmentLogReader
 from tests.storage.remote_metadata_log import write_metadata
-from tests.storage.test_tiered_damage import (SEGMENT_300, SEGMENT_350, Tier, _generate,
-                                              _starts_inside, broker, events, plain)
+from tests.storage.tier_cases import (SEGMENT_300, SEGMENT_350, Tier, broker, events,
+                                      generate_partition, plain, starts_inside)
 from tests.storage.tiered_layouts import copy_to_aiven_tier, copy_to_tier, topic_id_of
 
 T0 = 1_700_000_000_000           # the generator's first timestamp; record i's is T0 + i ms
@@ -43,8 +43,8 @@ def logs(tmp_path_factory) -> Path:
     records in segments of 350; txn: transactions, a third aborted, in ~146-offset segments;
     two: topic t with partitions 0 and 1 (segments 0 and 300 each)."""
     root = tmp_path_factory.mktemp("tiered-attacks")
-    _generate(root / "a", 5, SEGMENT_300)
-    _generate(root / "b350", 5, SEGMENT_350)
+    generate_partition(root / "a", 5, SEGMENT_300)
+    generate_partition(root / "b350", 5, SEGMENT_350)
     generate_log(str(root / "txn"), quiet=True, topics=["t"], partitions=1, records=1500,
                  value_size=100, segment_bytes=20_000, records_per_batch=7, seed=3,
                  transactions=True)
@@ -164,7 +164,7 @@ def test_a_copy_starting_inside_another_is_named_by_its_file(logs, tmp_path):
     """Without metadata a copy 0..349 and a later copy from 300: the README promises an error
     naming both; the later one is named `00000000000000000300.log`, a file that does not
     exist (its name is `00000000000000000300-<segment id>.log`)."""
-    tier, data, _ = _starts_inside(logs, tmp_path, metadata=False)
+    tier, data, _ = starts_inside(logs, tmp_path, metadata=False)
     later = tier.copies[1]
     assert later.base == 300
     with pytest.raises(ERRORS) as caught:
@@ -231,7 +231,7 @@ def _tiers(logs, tmp_path, shape: str):
     if shape == "plain":
         tier, data = plain(logs, tmp_path)
         return tier, data, {}
-    tier, data, _ = _starts_inside(logs, tmp_path)
+    tier, data, _ = starts_inside(logs, tmp_path)
     return tier, data, {tier.copies[0].segment_id: 300}
 
 
