@@ -13,13 +13,13 @@ from dataclasses import dataclass
 import logging
 
 from ..errors import BadOptionError, LogNotFoundError
+from ..format.remote_log_metadata import TOPIC as REMOTE_LOG_METADATA_TOPIC
 from ..storage.io.filesystem import filesystem_for
 from ..storage.log.log_directory import find_partitions
 from ..storage.log.partition_log import PartitionLog
 from ..storage.tiered.remote_tier import RemoteTier, is_remote_tier, tier_hint
 from .options import ReadOptions
 
-REMOTE_LOG_METADATA_TOPIC = "__remote_log_metadata"
 log = logging.getLogger("segmentlog")
 
 

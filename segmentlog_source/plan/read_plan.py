@@ -339,7 +339,7 @@ def _remote_copy(task: ScanTask, segment) -> ScanTask:
     opener = getattr(segment.fs, "opener", None)
     return replace(task, files_prefix=segment.files_prefix,
                    opener=opener() if opener is not None else None,
-                   checks_crc=getattr(segment.fs, "unchecked_bytes", False))
+                   needs_crc_check=getattr(segment.fs, "unchecked_bytes", False))
 
 
 def _with_snapshot_ends(log: PartitionLog, tasks: list[ScanTask]) -> list[ScanTask]:

@@ -106,10 +106,11 @@ class ScanTask:
     named_offsets: tuple[int, ...] = ()      # offsets the segment's indexes name last
     # A remote tier's copy: its files are `files_prefix` + suffix, and `opener` (picklable,
     # storage/tiered) is how an executor opens them when the path alone does not say (chunked,
-    # compressed or encrypted objects); `checks_crc`: its bytes have no check but the CRC.
+    # compressed or encrypted objects); `needs_crc_check`: no check covers its bytes but the
+    # batches' CRCs, so they are checked whatever verifyChecksums says.
     files_prefix: str | None = None
     opener: object = None
-    checks_crc: bool = False
+    needs_crc_check: bool = False
 
     @property
     def nbytes(self) -> int:

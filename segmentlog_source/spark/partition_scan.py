@@ -49,7 +49,7 @@ def scan_partition(partition, opts: ReadOptions, predicates: tuple = (), decodin
         return iter(())   # Spark's stand-in InputPartition(None) for an empty plan
     # A remote copy whose chunks nothing but the batches' CRCs checks (Aiven's zstd without
     # encryption) is read with them checked, whatever verifyChecksums says.
-    verify = opts.verify_checksums or any(t.checks_crc for t in getattr(group, "tasks", ()))
+    verify = opts.verify_checksums or any(t.needs_crc_check for t in getattr(group, "tasks", ()))
     settings = ScanSettings(fold(list(predicates)), opts.read_committed, verify,
                             opts.include_payload, opts.include_headers, opts.fail_on_data_loss,
                             opts.store, decoding)

@@ -154,13 +154,13 @@ class _AbortTracker:
                     f"it is there", self.path)
 
 
-
 def task_files(path: str, opener, store):
     """The file system that serves a task's file, and the file's path there: the path's own,
     or (a remote tier's chunked or encrypted copy) what the task's opener rebuilds."""
     if opener is not None:
         return opener.files(store), path
     return filesystem_for(path, store)
+
 
 class GroupScan:
     """Scans one ReadGroup; `stats` counts the bytes and requests it cost."""

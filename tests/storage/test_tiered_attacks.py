@@ -27,8 +27,8 @@ from segmentlog_source.errors import (BadOptionError, CorruptDataError, DataLoss
                                       LogNotFoundError)
 from segmentlog_source.spark.source import SegmentLogPushdownReader, SegmentLogReader
 from tests.storage.remote_metadata_log import write_metadata
-from tests.storage.tier_cases import (SEGMENT_300, SEGMENT_350, Tier, broker, events,
-                                      generate_partition, plain, starts_inside)
+from tests.storage.tier_cases import (RECORDS, SEGMENT_300, SEGMENT_350, Tier, broker,
+                                      events, generate_partition, plain, starts_inside)
 from tests.storage.tiered_layouts import copy_to_aiven_tier, copy_to_tier, topic_id_of
 
 T0 = 1_700_000_000_000           # the generator's first timestamp; record i's is T0 + i ms
@@ -428,3 +428,84 @@ def test_load_of_the_kafka_tiered_storage_directory_itself(logs, tmp_path):
     inner = tier.root / "kafka-tiered-storage"
     assert _offsets(_read(inner, remoteLogMetadata=str(data))) == list(range(1200))
     assert _offsets(_read(data, remoteTier=str(inner))) == list(range(1250))
+
+
+# == from a review of the fixes ==================================================================
+
+def test_a_partition_with_no_local_segment_and_its_metadata(logs, tmp_path):
+    """All of t-0 is remote, its directory keeps partition.metadata and the
+    leader-epoch-checkpoint, __remote_log_metadata beside it: the remote offsets (the lineage
+    check has no local log end to hold the copies against)."""
+    tier = Tier(tmp_path / "tier", topic_id_of(logs / "a" / "t-0"))
+    tier.add(logs / "a" / "t-0", seed=1)
+    data = broker(logs / "a" / "t-0", tmp_path / "data", keep_from=1 << 40)
+    write_metadata(data, events(tier, tier.copies))
+    assert [r["offset"] for r in _read(data, remoteTier=str(tier.root))] == list(range(1200))
+
+
+def test_the_last_copy_reaching_into_the_local_log(logs, tmp_path):
+    """Replicas roll at other offsets: the only copy, 0..349, is the old leader's; this broker
+    rolled at 300 and its retention dropped 0..299. Offsets from 300 are read locally, once."""
+    tier = Tier(tmp_path / "tier", topic_id_of(logs / "a" / "t-0"))
+    old = tier.add(logs / "b350" / "t-0", seed=2, segments=1)
+    data = broker(logs / "a" / "t-0", tmp_path / "data", keep_from=300)
+    write_metadata(data, events(tier, old))
+    for metadata in (True, False):
+        if not metadata:
+            shutil.rmtree(next(data.glob("__remote_log_metadata-*")))
+        assert [r["offset"] for r in _read(data, remoteTier=str(tier.root))] == \
+            list(range(RECORDS)), metadata
+
+
+def test_delete_records_into_a_copy_with_the_truncated_lineage(logs, tmp_path):
+    """DeleteRecords to 450 also truncates the leader-epoch-checkpoint from the start (`0 450`):
+    the copy 300..599 is still read from its file's start, the rows from 450."""
+    tier = Tier(tmp_path / "tier", topic_id_of(logs / "a" / "t-0"))
+    tier.add(logs / "a" / "t-0", seed=1)
+    data = broker(logs / "a" / "t-0", tmp_path / "data", keep_from=900, log_start=450,
+                  epochs=((0, 450),))
+    write_metadata(data, events(tier, tier.copies))
+    assert [r["offset"] for r in _read(data, remoteTier=str(tier.root))] == \
+        list(range(450, RECORDS))
+
+
+def test_read_committed_through_a_cut_copy(logs, tmp_path):
+    """Transactions in a copy that a later one starts inside (the same batches, rolled at other
+    offsets): read_committed gives the partition's committed rows, the cut copy's
+    `.txnindex` entries whose markers lie past the cut left to the later copy."""
+    for name, size in (("txn-a", 20_000), ("txn-b", 26_000)):
+        generate_log(str(tmp_path / name), quiet=True, topics=["t"], partitions=1,
+                     records=1500, value_size=100, segment_bytes=size, records_per_batch=7,
+                     seed=3, transactions=True)
+    a, b = tmp_path / "txn-a" / "t-0", tmp_path / "txn-b" / "t-0"
+    tier = Tier(tmp_path / "tier", topic_id_of(a))
+    old = tier.add(b, seed=2, segments=1)
+    new = tier.add(a, seed=1, skip=1)
+    assert old[0].base < new[0].base < int(sorted(b.glob("*.log"))[1].stem)   # inside it
+    data = broker(a, tmp_path / "data", keep_from=1 << 40)
+    write_metadata(data, events(tier, old) + events(tier, new, event_ts=5000))
+    active = int(sorted(a.glob("*.log"))[-1].stem)      # the tier holds what lies below it
+    expected = [r["offset"] for r in _read(tmp_path / "txn-a", isolationLevel="read_committed")
+                if r["offset"] < active]
+    got = [r["offset"] for r in _read(tier.root, remoteLogMetadata=str(data),
+                                      isolationLevel="read_committed")]
+    assert got == expected and len(got) > 500
+
+
+def test_a_cut_copy_leaves_aborts_whose_marker_is_past_the_cut(logs):
+    """An aborted transaction whose ABORT marker lies at or past the cut is the later copy's to
+    list (it holds the same batches): the cut copy's `.txnindex` keeps the ones below."""
+    from segmentlog_source.storage.io.local import LOCAL
+    from segmentlog_source.storage.tiered.cut_copy import CutCopyFiles
+
+    source = logs / "txn" / "t-0"
+    log = next(p for p in sorted(source.glob("*.log"))
+               if p.with_suffix(".txnindex").exists() and p.with_suffix(".txnindex").stat()
+               .st_size >= 68)
+    entries = log.with_suffix(".txnindex").read_bytes()
+    markers = [struct.unpack_from(">q", entries, i + 18)[0] for i in range(0, len(entries), 34)]
+    cut = sorted(markers)[1]          # the second abort's marker: the first one stays
+    files = CutCopyFiles(LOCAL, str(log.with_suffix("")), int(log.stem), cut, log.stat().st_size)
+    kept = files.read_all(str(log.with_suffix(".txnindex")))
+    assert [struct.unpack_from(">q", kept, i + 18)[0] for i in range(0, len(kept), 34)] == \
+        [m for m in markers if m < cut]

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import CorruptDataError
+from ..io.filesystem import filesystem_for
 from ..io.read_handle import ReadHandle
-from ..log_files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
+from ..log_files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
 
 
 class _Window(ReadHandle):
@@ -39,8 +40,10 @@ class _Window(ReadHandle):
 
 
 class CutCopyFiles:
-    """The file system of one copy (`fs`), with its `.log` ending at `end` and its offset and
-    time indexes holding only the entries below offset `cut`; other paths pass through."""
+    """The file system of one copy (`fs`), with its `.log` ending at `end` and its offset, time
+    and transaction indexes holding only the entries below offset `cut` (an aborted
+    transaction whose marker lies past it is the next copy's: it holds the same batches);
+    other paths pass through."""
 
     def __init__(self, fs, prefix: str, base_offset: int, cut: int, end: int):
         self._fs, self.prefix, self.base_offset = fs, prefix, base_offset
@@ -50,7 +53,7 @@ class CutCopyFiles:
         return getattr(self._fs, name)
 
     def _kind(self, path: str) -> str | None:
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             if path == self.prefix + suffix:
                 return suffix
         return None
@@ -75,11 +78,24 @@ class CutCopyFiles:
         data = self._fs.read_all(path) if stats is None else self._fs.read_all(path, stats)
         if kind is None:
             return data
+        if kind == TXN_INDEX_SUFFIX:      # (version, producer id, first, last offset, LSO)
+            rows = np.frombuffer(data[:len(data) - len(data) % 34], np.uint8).reshape(-1, 34)
+            last = rows[:, 18:26].copy().view(">i8")[:, 0]
+            return rows[last < self.cut].tobytes()
         width, at = (8, 0) if kind == INDEX_SUFFIX else (12, 8)    # the relative offset's place
         entries = np.frombuffer(data[:len(data) - len(data) % width], np.uint8)
         relative = entries.reshape(-1, width)[:, at:at + 4].copy().view(">i4")[:, 0]
         keep = relative < self.cut - self.base_offset
         return entries.reshape(-1, width)[keep].tobytes()
+
+    def read_range(self, path: str, start: int, length: int, stats=None) -> bytes:
+        kind = self._kind(path)
+        if kind is None:
+            return self._fs.read_range(path, start, length, stats)
+        if kind == LOG_SUFFIX:
+            with self.open_read(path, stats) as f:
+                return f.read_at(start, length)
+        return self.read_all(path, stats)[start:start + max(length, 0)]
 
     def map_array(self, path: str, dtype, stats=None) -> np.ndarray:
         if self._kind(path) is None:
@@ -103,10 +119,14 @@ class CutCopy:
     end: int
 
     def files(self, store=None) -> CutCopyFiles:
-        from ..io.filesystem import filesystem_for
         fs = self.inner.files(store) if self.inner is not None \
             else filesystem_for(self.prefix + LOG_SUFFIX, store)[0]
         return CutCopyFiles(fs, self.prefix, self.base_offset, self.cut, self.end)
+
+
+def reaches(segment, offset: int) -> bool:
+    """Whether a batch of `segment` (a LogSegment) holds `offset` or one past it."""
+    return segment.translate_offset(offset) is not None
 
 
 def cut_position(segment, cut: int, name: str) -> int:

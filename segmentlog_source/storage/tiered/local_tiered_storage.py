@@ -24,7 +24,6 @@ FINISHED_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, LEADER_EPOCH_S
                      SNAPSHOT_SUFFIX)
 
 
-
 @dataclass(frozen=True)
 class RemoteCopy:
     """One copy of a segment in a remote tier: where its files are (`prefix` + suffix)."""
@@ -36,7 +35,7 @@ class RemoteCopy:
     start_offset: int
     prefix: str
     suffixes: tuple[str, ...] = ()
-    ref: object = None       # how an executor opens it when it is not plain files (aiven)
+    listing: object = None   # Aiven's listing of it (its objects are not plain files)
 
     @property
     def log_path(self) -> str:

@@ -187,7 +187,9 @@ def resolve(valid: dict, entries: dict, referenced: set, lineage, log_end_offset
         kept = entries.get(epoch, [])
         for j, (start, segment_id) in enumerate(kept):
             taken_over = kept[j + 1][0] - 1 if j + 1 < len(kept) else _NO_END
-            first = max(start, low)
+            # (the lineage's first epoch starts at the log start offset, which DeleteRecords
+            # and retention move inside a copy: that copy still starts where its file does)
+            first = start if k == 0 else max(start, low)
             last = min(epoch_end(valid[segment_id], epoch), high, taken_over)
             if first <= last:
                 pieces.append((first, last, segment_id))

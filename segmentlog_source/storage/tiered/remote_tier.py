@@ -160,7 +160,7 @@ class RemoteTier:
             _check_key_prefix(fs, uri, found)
             listed = [RemoteCopy(a.topic, a.partition, a.topic_id, a.segment_id,
                                  a.start_offset, fs.join(a.root, a.key), FINISHED_SUFFIXES,
-                                 ref=a) for a in found]
+                                 listing=a) for a in found]
         if not listed and root is None:
             raise LogNotFoundError(
                 f"{uri}: no remote tier there (Kafka's LocalTieredStorage keeps a "
@@ -208,7 +208,8 @@ class RemoteTier:
             live = from_metadata(self.metadata, copies, topic_id, partition,
                                  leader_epochs=leader_epochs(local),
                                  missing_hint=self.missing_hint,
-                                 log_end_offset=None if local is None
+                                 # (no local segment: the local log has no end to check)
+                                 log_end_offset=None if local is None or not local.segments
                                  else local.log_end_offset)
         for warning in live.warnings:
             log.warning("segmentlog: %s", warning)
@@ -222,7 +223,7 @@ class RemoteTier:
         return segment.read_next_offset()
 
     def copy_fs(self, copy: RemoteCopy):
-        return self.fs if copy.ref is None else _AivenCopyFiles(self, copy.ref)
+        return self.fs if copy.listing is None else _AivenCopyFiles(self, copy.listing)
 
     def partition_log(self, topic: str, partition: int, local: PartitionLog | None, *,
                       stats=None, salvage: bool = False) -> tuple[PartitionLog, LiveCopies]:

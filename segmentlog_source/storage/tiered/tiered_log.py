@@ -23,8 +23,9 @@ from ..log.checkpoints import read_leader_epoch_checkpoint, read_offset_checkpoi
 from ..log.log_segment import LogSegment
 from ..log.partition_log import PartitionLog
 from ..log_files import LEADER_EPOCH_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, LOG_SUFFIX
-from .cut_copy import CutCopyFiles, cut_position
+from .cut_copy import CutCopyFiles, cut_position, reaches
 from .local_tiered_storage import RemoteCopy
+
 
 @dataclass
 class LiveCopies:
@@ -122,9 +123,12 @@ def tiered_log(name: str, live: LiveCopies, local: PartitionLog | None, copy_fs,
                           rebuild_bad_indexes=salvage)
 
     segments = []
-    for copy in remote:
+    for i, copy in enumerate(remote):
         fs = copy_fs(copy)
         cut = live.cuts.get(copy.segment_id)
+        if cut is None and i + 1 == len(remote) and first_local is not None \
+                and reaches(segment(copy, fs), first_local):
+            cut = first_local    # replicas roll at other offsets: the local log serves these
         if cut is not None:      # read up to where the later copy starts (cut_copy.py)
             end = cut_position(segment(copy, fs), cut, name)
             fs = CutCopyFiles(fs, copy.prefix, copy.start_offset, cut, end)
