@@ -509,3 +509,17 @@ def test_a_cut_copy_leaves_aborts_whose_marker_is_past_the_cut(logs):
     kept = files.read_all(str(log.with_suffix(".txnindex")))
     assert [struct.unpack_from(">q", kept, i + 18)[0] for i in range(0, len(kept), 34)] == \
         [m for m in markers if m < cut]
+
+
+@pytest.mark.parametrize("lineage", ["5 0", "0 0\n3 100"])
+def test_a_damaged_leader_epoch_checkpoint_is_not_a_quiet_later_start(logs, tmp_path, lineage):
+    """The lineage remote copies are held against is a text file no CRC covers: one that
+    disowns the copies the log start says are the partition's (an epoch they do not carry)
+    is lost data naming it, not a read that quietly starts at the first local segment."""
+    tier, data = plain(logs, tmp_path)
+    (data / "t-0" / "leader-epoch-checkpoint").write_text(
+        f"0\n{lineage.count(chr(10)) + 1}\n{lineage}\n")
+    with pytest.raises(DataLossError, match="leader-epoch-checkpoint"):
+        _read(data, remoteTier=str(tier.root))
+    rows = _read(data, remoteTier=str(tier.root), failOnDataLoss="false")
+    assert [r["offset"] for r in rows] == sorted(set(r["offset"] for r in rows))

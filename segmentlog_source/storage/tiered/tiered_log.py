@@ -37,6 +37,7 @@ class LiveCopies:
     log_start_offset: int | None = None               # the metadata's, when there is no local
     last_offsets: dict[str, int] = field(default_factory=dict)   # segment id -> the metadata's
     cuts: dict[str, int] = field(default_factory=dict)  # segment id -> where a later copy starts
+    off_lineage: list = field(default_factory=list)   # (first, last, segment id) left aside
 
 
 def from_metadata(metadata, copies: list[RemoteCopy], topic_id: str, partition: int, *,
@@ -52,6 +53,8 @@ def from_metadata(metadata, copies: list[RemoteCopy], topic_id: str, partition: 
     live = LiveCopies([], log_start_offset=metadata.log_start_offset(topic_id, partition,
                                                                      leader_epochs))
     live.warnings += [str(s) for s in (*result.shadowed, *result.outside_lineage)]
+    live.off_lineage = [(s.first_offset, s.last_offset, s.segment_id)
+                        for s in result.outside_lineage]
     for segment in result.segments:
         copy = by_id.get(segment.segment_id)
         if copy is None or LOG_SUFFIX not in copy.suffixes:
@@ -155,12 +158,29 @@ def tiered_log(name: str, live: LiveCopies, local: PartitionLog | None, copy_fs,
     checkpoint = read_offset_checkpoint(
         local.fs.join(local.fs.dirname(local.directory), LOG_START_OFFSET_CHECKPOINT), local.fs)
     all_segments = segments + local.segments
-    start = max(checkpoint.get((local.topic, local.partition), 0),
-                all_segments[0].base_offset) if all_segments else local.log_start_offset
+    logged_start = checkpoint.get((local.topic, local.partition), 0)
+    start = max(logged_start, all_segments[0].base_offset) if all_segments \
+        else local.log_start_offset
+    _lost_off_lineage(live, name, logged_start, start, local)
     log_ = PartitionLog(local.fs, local.directory, local.topic, local.partition, all_segments,
                         start)
     log_.listing = local.listing
     return log_
+
+
+def _lost_off_lineage(live: LiveCopies, name: str, logged_start: int, first: int,
+                      local: PartitionLog) -> None:
+    """Offsets between the partition's log start and the first one read that only copies off
+    the leader-epoch lineage hold: the lineage (a text file no CRC covers) disowns finished
+    copies the log start says are the partition's. Lost data, not a quiet later start."""
+    for low, high, segment_id in live.off_lineage:
+        lo, hi = max(low, logged_start), min(high, first - 1)
+        if lo <= hi:
+            live.lost.append(
+                f"offsets {lo}..{hi} of {name} are missing: the log starts at {logged_start} "
+                f"(log-start-offset-checkpoint), and only remote segment {segment_id} holds "
+                f"them, finished but off the leader-epoch lineage of "
+                f"{local.fs.join(local.directory, LEADER_EPOCH_CHECKPOINT)} (is it damaged?)")
 
 
 def leader_epochs(local: PartitionLog | None) -> list[tuple[int, int]] | None:
