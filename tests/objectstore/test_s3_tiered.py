@@ -4,9 +4,10 @@ range costs under 1% of the tier's bytes, in Kafka's LocalTieredStorage layout a
 (fixed 64 KiB chunks).
 
 What such a read costs beyond the range's own batches is per segment it plans: the copy's
-indexes (Aiven: its manifest and `.indexes`) and ~13 header probes of its `.log` for the two
-ListOffsets lookups and the checks on its largest timestamp (~40-60 KB a segment here), so
-the tiers below have segments of 1 and 8 MiB (Kafka's default is 1 GiB)."""
+indexes (Aiven: its manifest and `.indexes`) and ~14 header probes of its `.log` for the two
+ListOffsets lookups and the checks on its largest timestamp (~9 KB a segment for 1 MiB
+LocalTieredStorage copies, ~80 KB for 8 MiB Aiven ones), so the tiers below have segments of
+1 and 8 MiB (Kafka's default is 1 GiB)."""
 
 from __future__ import annotations
 
