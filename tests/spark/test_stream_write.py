@@ -115,8 +115,9 @@ def run_driver(base: Path, kill: tuple[int, float, bool] | None) -> bool:
     under way (its manifest exists), wait `delay` s and SIGKILL its whole process tree (Python,
     JVM, Python workers). Progress, not the clock, places the kill: the machine's load does not
     matter. True if the driver finished first."""
-    child = subprocess.Popen([sys.executable, "-m", "tests.spark.stream_query", str(base)],
-                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    with open(base / "driver.err", "ab") as err:   # (the last driver's is shown on failure)
+        child = subprocess.Popen([sys.executable, "-m", "tests.spark.stream_query", str(base)],
+                                 cwd=REPO, stdout=subprocess.PIPE, stderr=err)
     out, deadline, before = b"", None, committed_batches(base)
     try:
         while b"finished" not in out:
@@ -155,6 +156,7 @@ def test_sigkill_the_driver_at_random_moments_then_restart_from_the_checkpoint(t
         pending.append(len(read_pending(str(tmp_path / "out"))))
     print("rows after each kill", progress, "commits interrupted", pending)
     assert 0 < progress[-1] < total
-    assert run_driver(tmp_path, kill=None)
+    (tmp_path / "driver.err").unlink(missing_ok=True)
+    assert run_driver(tmp_path, kill=None), (tmp_path / "driver.err").read_text()[-3000:]
     assert sq.check_prefix(sq.logged_ids(tmp_path / "out"), total) == total
     assert_no_verify_errors(tmp_path / "out")
