@@ -14,6 +14,7 @@ import bisect
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 import numpy as np
 
@@ -69,8 +70,9 @@ class ReadPlan:
 class _SegmentView:
     """A storage LogSegment as the planner sees it (scan_plan.SegmentView)."""
 
-    def __init__(self, segment):
+    def __init__(self, segment, confirm_name=None):
         self._segment = segment
+        self._confirm_name = confirm_name   # PartitionLog.check_segment_order up to this one
         self.base_offset = segment.base_offset
         self.log_path = segment.log_path
         self._named: tuple[int, ...] | None = None
@@ -118,6 +120,8 @@ class _SegmentView:
         self._segment.release_indexes()
 
     def time_index_entries(self):
+        if self._confirm_name is not None:   # (the time floor skips segments on these)
+            self._confirm_name()
         confirmed = self._segment.max_timestamp_and_offset   # (the last entry, checked)
         timestamps, offsets = self._segment.time_index.arrays()
         if not self._segment.active and len(timestamps) == 0 and confirmed[0] >= 0:
@@ -162,7 +166,8 @@ class _PartitionView:
         self.log_start_offset = log.log_start_offset
         self.log_end_offset = log.log_end_offset
         self.unstable_end: int | None = None   # the log end, when an open transaction holds
-        self.segments = [_SegmentView(s) for s in log.segments]   # read_committed below it
+        self.segments = [_SegmentView(s, partial(log.check_segment_order, through=i))
+                         for i, s in enumerate(log.segments)]   # read_committed below it
         self.compacted = log.compacted
         self.dirty_from = log.dirty_from
 
@@ -254,7 +259,6 @@ def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter,
     f_lo, f_hi = row_filter.offset_span()
     lo, hi = max(lo, f_lo), min(hi, f_hi)
     if row_filter.timestamp_lo_ms > -(2**63) and lo < hi:
-        log.check_segment_order()   # the floor skips segments on their largest timestamps
         floor = timestamp_floor_offset(view, row_filter.timestamp_lo_ms)
         lo = hi if floor is None else max(lo, floor)
     notes = [f"{s.index_problem}: read without it (rebuilt from the .log)"

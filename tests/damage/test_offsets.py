@@ -95,7 +95,11 @@ def test_a_lookup_by_timestamp_sees_a_segment_renamed_far_after_its_answer(log, 
                                                                              into):
     """The first segment renamed into a later segment's range, the lookup answered before it
     (from a segment whose end meets its neighbour's base): the answer never opens the misnamed
-    file, so each segment's first batch must confirm its name."""
+    file, so the first batch of each segment the lookup passes must confirm its name; it
+    confirms a window of LOOKUP_PREFETCH (8) segments at a time, and this log has 7. (One
+    renamed past that window and past the range is met by any read of it and by verify:
+    test_a_renamed_segment_overlaps_or_misses_its_neighbours; segment_order.py says why a
+    lookup goes no further.)"""
     first, _ = segments(log)[0]
     _, target = segments(log)[into]
     _, answering = segments(log)[answer]

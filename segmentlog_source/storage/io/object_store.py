@@ -259,6 +259,14 @@ class ObjectStoreFileSystem:
             for stats in pool.map(fetch, wanted):
                 self.stats.merge(stats)
 
+    def prefetch_range(self, path: str, start: int, end: int,
+                       stats: IOStats | None = None) -> None:
+        """Read [start, end) of a listed file in one request, so that the small reads that
+        follow within it (a hop over batch headers) cost none."""
+        if self._tree is not None and path in self._tree.sizes and end > start:
+            with self.open_read(path, stats) as f:
+                f.read_at(start, end - start)
+
     def forget(self, directory: str) -> None:
         """Drop the bytes read and the objects opened under `directory` (a partition a planner
         is done with): a view keeps what it read for as long as it is asked about those files,

@@ -21,6 +21,11 @@ from .resync import find_next_batch
 from .segment_indexer import rebuild_indexes
 from .time_index import TimeIndex
 
+# A closed segment's tail this near the batch a time index entry names is read in the same
+# object-store request as the headers up to it (_time_entry_batch).
+CONFIRMING_READ_BYTES = 32 * 1024
+
+
 class LogSegment:
     """A segment's files, found by base offset (Kafka's LogSegment). Indexes are opened (or
     rebuilt in memory, when a file is missing) on first use; `active` marks the last segment,
@@ -334,7 +339,7 @@ class LogSegment:
                                          self.iter_headers()), key=lambda t: t[0],
                                         default=(-1, self.base_offset))
             elif timestamp >= 0:
-                header = self.locate(offset, probe_bytes=V2_HEADER_SIZE)[0]
+                header = self._time_entry_batch(offset)
                 if header is None or not header.first_offset_known \
                         or header.base_offset > offset:
                     raise CorruptDataError(f"time index entry ({timestamp}, {offset}) names an "
@@ -407,6 +412,38 @@ class LogSegment:
         """The offset index's position at or below `offset` (0 when there is none)."""
         slot = self.offset_index.slot_for(offset - self.base_offset)
         return self.offset_index.entry(slot)[1] if slot >= 0 else 0
+
+    def _time_entry_batch(self, offset: int) -> BatchHeader | None:
+        """The first batch whose last offset is >= a time index entry's `offset`, hopping over
+        headers from the offset index entry at or below it, offsets checked as they go.
+
+        On an object store, where each read is a request, one request: the header alone where
+        the offset index names that batch itself (brokers index a batch by its last offset,
+        the offset a time index entry names, and every batch that outgrows the index interval
+        has an entry), else everything up to the next index entry (the batch starts before
+        it) and the segment's tail when that is near, which _confirm_largest reads next."""
+        slot = self.offset_index.slot_for(offset - self.base_offset)
+        position = self.offset_index.entry(slot)[1] if slot >= 0 else 0
+        warm = getattr(self.fs, "prefetch_range", None)   # (an object store's listing view)
+        if warm is not None and not (slot >= 0 and self.offset_index.entry(slot)[0] == offset):
+            following = (self.offset_index.entry(slot + 1)[1]
+                         if slot + 1 < len(self.offset_index) else self.size)
+            end = following + V2_HEADER_SIZE
+            warm(self.log_path, position,
+                 self.size if self.size - end <= CONFIRMING_READ_BYTES else end, self.stats)
+        previous = None
+        for header, _ in self._scan_from_index_entry(slot, position, bodies=False,
+                                                     chunk_bytes=V2_HEADER_SIZE):
+            first = header.base_offset if header.first_offset_known else header.last_offset
+            if previous is not None and first <= previous:
+                raise CorruptDataError(
+                    f"batch offsets {header.base_offset}..{header.last_offset} do not follow the "
+                    f"previous batch's last offset {previous} (offsets must increase)",
+                    self.log_path, header.position)
+            if header.last_offset >= offset:
+                return header
+            previous = header.last_offset
+        return None
 
     def _confirm_time_entry(self, timestamp: int, offset: int, header: BatchHeader) -> None:
         """A time-index entry (T, O) is written where the running maximum rose to T, so the

@@ -13,7 +13,7 @@ import struct
 from typing import Iterable, Iterator
 
 from ...errors import BadOptionError, CorruptDataError, DataLossError, LogNotFoundError
-from ...format.batch import V2_HEADER_SIZE, BatchHeader, parse_header
+from ...format.batch import BatchHeader, parse_header
 from ..io.filesystem import filesystem_for
 from ..io.stats import IOStats
 from ..log_files import (CLEANER_OFFSET_CHECKPOINT, CLEANING_INTENT, LOG_START_OFFSET_CHECKPOINT,
@@ -33,7 +33,7 @@ from .local_log import delete_segments
 from .log_segment import LogSegment
 from .lost_data import lost_data
 from .segment_appender import SegmentAppender
-from .segment_order import check_meets_next, check_passed_over, check_segment_order
+from .segment_order import check_meets_next, check_passed_over, confirm_names
 
 # ListOffsets special timestamps (§8.2)
 LATEST_TIMESTAMP = -1
@@ -62,7 +62,7 @@ class PartitionLog:
         self._state = None
         self._epochs = None
         self._lock = None
-        self._order_checked = False
+        self._order_checked = 0   # how many of the first segments have their names confirmed
         self.listing: list[str] | None = None   # the directory as open() found it
 
     def __repr__(self) -> str:
@@ -259,11 +259,11 @@ class PartitionLog:
             return found[0] if found is not None else None
         if timestamp < 0:
             raise BadOptionError("timestamp", timestamp, "must be >= 0, or -1, -2, -3")
-        self.check_segment_order()
         for i, segment in enumerate(self.segments):
             if i % LOOKUP_PREFETCH == 0:   # (object stores: the indexes it may pass over next)
                 self.fs.prefetch(p for s in self.segments[i:i + LOOKUP_PREFETCH]
                                  if not s.active for p in (s.index_path, s.time_index_path))
+            self.check_segment_order(through=i)
             if segment.largest_timestamp >= timestamp:
                 found = segment.offset_for_timestamp(timestamp, self.log_start_offset)
                 if found is None:   # (a segment with no timestamp says its mtime: go on)
@@ -277,13 +277,17 @@ class PartitionLog:
             segment.release_indexes()   # passed over: a log may have tens of thousands
         return None
 
-    def check_segment_order(self) -> None:
-        """Confirm each file name by its first batch, once (segment_order.py says why)."""
-        if not self._order_checked:
-            # (object stores: every segment's first header, read in parallel beforehand)
-            self.fs.prefetch((s.log_path for s in self.segments), head_bytes=V2_HEADER_SIZE)
-            check_segment_order(self.segments)
-            self._order_checked = True
+    def check_segment_order(self, through: int | None = None) -> None:
+        """Confirm the names of the segments up to index `through` (default: all) by their
+        first batches, each once, a window at a time (segment_order.py says why, and why a
+        lookup confirms only the segments it passes over)."""
+        count = len(self.segments)
+        want = count if through is None else min(count, through + 1)
+        if want > self._order_checked:
+            if want < count and self._order_checked == 0 and self.compacted:
+                want = count
+            self._order_checked = confirm_names(self.segments, self._order_checked, want,
+                                                self.fs, LOOKUP_PREFETCH)
 
     def iter_entries(self, start_offset: int | None = None, *,
                      chunk_bytes: int = DEFAULT_CHUNK_BYTES, verify_crc: bool = False

@@ -12,12 +12,13 @@ from ...errors import CorruptDataError, DataLossError
 from ...format.batch import V2_HEADER_SIZE
 
 
-def check_segment_order(segments) -> None:
+def check_segment_order(segments, after=None) -> None:
     """Each segment's first batch lies at or above its base offset and below the next
-    segment's: one header per segment. Any file renamed out of its place breaks one of the
-    two bounds (holding offsets below its new name, or at or past its new successor's);
-    compaction, which leaves a first batch above the base, breaks neither."""
-    for segment, following in zip(segments, list(segments[1:]) + [None]):
+    segment's (`after` follows the last one): one header per segment. Any file renamed out of
+    its place breaks one of the two bounds (holding offsets below its new name, or at or past
+    its new successor's); compaction, which leaves a first batch above the base, breaks
+    neither."""
+    for segment, following in zip(segments, list(segments[1:]) + [after]):
         if segment.size == 0:
             continue
         scan = segment.iter_headers(chunk_bytes=V2_HEADER_SIZE, allow_torn_tail=segment.active)
@@ -34,6 +35,25 @@ def check_segment_order(segments) -> None:
             continue
         raise CorruptDataError(f"the first batch holds offsets {first}..{header.last_offset}, "
                                f"{bound}: a renamed segment?", segment.log_path, 0)
+
+
+def confirm_names(segments, confirmed: int, want: int, fs, window: int) -> int:
+    """check_segment_order on segments[confirmed:want], the first `confirmed` being done
+    already, and on more to make a window of at least `window`: how many are confirmed now.
+
+    A lookup by timestamp confirms the segments it passes over and the one it answers from, as
+    it goes; one past them is confirmed when a scan reads it (which checks its batches against
+    its name and its neighbours'), so the year of segments after a range costs no request. A
+    compacted log's are confirmed at once (the caller asks for all): the cleaner's offset gaps
+    would hide a segment renamed out of the range."""
+    count = len(segments)
+    if want < count:     # (a lookup goes on: the next window's headers in one go)
+        want = min(count, max(want, confirmed + window))
+    batch = segments[confirmed:want]
+    # (object stores: the window's first headers, read in parallel beforehand)
+    fs.prefetch((s.log_path for s in batch), head_bytes=V2_HEADER_SIZE)
+    check_segment_order(batch, segments[want] if want < count else None)
+    return want
 
 
 def check_passed_over(before, segment, name: str, compacted: bool,
