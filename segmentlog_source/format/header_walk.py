@@ -37,6 +37,30 @@ def _int(buf, p, width):
     return value
 
 
+@njit(cache=True, inline="always")
+def read_v2_header(buf, p, pos, row, max_batch_bytes):
+    """Fill `row` from the header at buf[p] (file position `pos`): (NOT_V2 or BAD_LENGTH, 0)
+    when it is no plausible magic-2 batch, else (WHOLE, the entry's size)."""
+    if buf[p + 16] != 2:
+        return NOT_V2, 0
+    length = _int(buf, p + 8, 4)
+    if length < MIN_V2_BATCH_LENGTH or length + LOG_OVERHEAD > max_batch_bytes:
+        return BAD_LENGTH, 0
+    row[POSITION] = pos
+    row[SIZE] = length + LOG_OVERHEAD
+    row[BASE_OFFSET] = _int(buf, p, 8)
+    row[LEADER_EPOCH] = _int(buf, p + 12, 4)
+    row[ATTRIBUTES] = _int(buf, p + 21, 2)
+    row[LAST_OFFSET_DELTA] = _int(buf, p + 23, 4)
+    row[BASE_TIMESTAMP] = _int(buf, p + 27, 8)
+    row[MAX_TIMESTAMP] = _int(buf, p + 35, 8)
+    row[PRODUCER_ID] = _int(buf, p + 43, 8)
+    row[PRODUCER_EPOCH] = _int(buf, p + 51, 2)
+    row[BASE_SEQUENCE] = _int(buf, p + 53, 4)
+    row[RECORDS_COUNT] = _int(buf, p + 57, 4)
+    return WHOLE, length + LOG_OVERHEAD
+
+
 @njit(cache=True, nogil=True)
 def walk_v2_headers(buf, buf_start, pos, end, rows, max_batch_bytes=DEFAULT_MAX_BATCH_BYTES):
     """Walk the entries from file position `pos` (buf[0] is file position `buf_start`) to
@@ -47,26 +71,10 @@ def walk_v2_headers(buf, buf_start, pos, end, rows, max_batch_bytes=DEFAULT_MAX_
     while pos < end and n < rows.shape[0]:
         if pos + V2_HEADER_SIZE > limit:
             return n, pos, WHOLE
-        p = pos - buf_start
-        if buf[p + 16] != 2:
-            return n, pos, NOT_V2
-        length = _int(buf, p + 8, 4)
-        if length < MIN_V2_BATCH_LENGTH or length + LOG_OVERHEAD > max_batch_bytes:
-            return n, pos, BAD_LENGTH
-        row = rows[n]
-        row[POSITION] = pos
-        row[SIZE] = length + LOG_OVERHEAD
-        row[BASE_OFFSET] = _int(buf, p, 8)
-        row[LEADER_EPOCH] = _int(buf, p + 12, 4)
-        row[ATTRIBUTES] = _int(buf, p + 21, 2)
-        row[LAST_OFFSET_DELTA] = _int(buf, p + 23, 4)
-        row[BASE_TIMESTAMP] = _int(buf, p + 27, 8)
-        row[MAX_TIMESTAMP] = _int(buf, p + 35, 8)
-        row[PRODUCER_ID] = _int(buf, p + 43, 8)
-        row[PRODUCER_EPOCH] = _int(buf, p + 51, 2)
-        row[BASE_SEQUENCE] = _int(buf, p + 53, 4)
-        row[RECORDS_COUNT] = _int(buf, p + 57, 4)
-        pos += length + LOG_OVERHEAD
+        why, size = read_v2_header(buf, pos - buf_start, pos, rows[n], max_batch_bytes)
+        if why != WHOLE:
+            return n, pos, why
+        pos += size
         n += 1
     return n, pos, WHOLE
 

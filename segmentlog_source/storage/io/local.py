@@ -123,6 +123,17 @@ class RandomAccessFile(_OpenFile):
         return done
 
 
+    def read_v2_headers(self, position: int, end: int, rows) -> tuple[int, int, int]:
+        """The magic-2 batch headers from `position` towards `end`, one read of a header each
+        (header_reads.py): (rows filled, where the walk stopped, why)."""
+        from .header_reads import V2_HEADER_SIZE, read_v2_headers   # (numba: views only)
+
+        found, stop, why = read_v2_headers(self._fd, position, end, rows)
+        if self._stats is not None:
+            self._stats.add_reads(found, found * V2_HEADER_SIZE)
+        return found, stop, why
+
+
 class AppendFile(_OpenFile):
     """A file opened for appending and truncating (segments and indexes being written)."""
 

@@ -23,6 +23,11 @@ class IOStats:
             self.bytes_read += nbytes
             self.read_requests += 1
 
+    def add_reads(self, requests: int, nbytes: int) -> None:
+        with _LOCK:
+            self.bytes_read += nbytes
+            self.read_requests += requests
+
     def merge(self, other: "IOStats") -> None:
         with _LOCK:
             self.bytes_read += other.bytes_read

@@ -19,6 +19,8 @@ from ...format.batch import ATTR_DELETE_HORIZON, INT32_MAX, V2_HEADER_SIZE
 from ...format.header_walk import (ATTRIBUTES, BASE_OFFSET, LAST_OFFSET_DELTA, LEADER_EPOCH,
                                    RECORDS_COUNT, WHOLE, new_rows, walk_v2_headers)
 
+ROWS_PER_WALK = 1 << 16   # header rows one walk of a local file fills (6 MiB) before the next
+
 
 def header_table(fs, path: str, start: int, end: int, *, segment_base: int,
                  after_offset: int | None, start_checked: bool, ends_segment: bool,
@@ -32,13 +34,18 @@ def header_table(fs, path: str, start: int, end: int, *, segment_base: int,
         if (expected_size is not None and size != expected_size) or size < end:
             return None
         pos = start
+        by_header = getattr(f, "read_v2_headers", None)   # a local file: a read per header
         while pos < end:
-            want = min(max(chunk_bytes, V2_HEADER_SIZE), end - pos)
-            buf = np.empty(want, np.uint8)
-            if f.read_into(pos, memoryview(buf)) < want:
-                return None
-            rows = new_rows(want // V2_HEADER_SIZE + 1)
-            n, stop, why = walk_v2_headers(buf, pos, pos, end, rows)
+            if by_header is not None:
+                rows = new_rows(ROWS_PER_WALK)
+                n, stop, why = by_header(pos, end, rows)
+            else:       # (an object store: a request per chunk, the bodies with it)
+                want = min(max(chunk_bytes, V2_HEADER_SIZE), end - pos)
+                buf = np.empty(want, np.uint8)
+                if f.read_into(pos, memoryview(buf)) < want:
+                    return None
+                rows = new_rows(want // V2_HEADER_SIZE + 1)
+                n, stop, why = walk_v2_headers(buf, pos, pos, end, rows)
             if why != WHOLE or (n == 0 and stop == pos):
                 return None
             parts.append(rows[:n])

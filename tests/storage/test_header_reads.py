@@ -1,0 +1,93 @@
+"""A local file's batch headers read one header per read (storage/io/header_reads.py): the same
+rows as the walk over the bytes in memory, and the same stops where a header is cut off, is not
+magic 2, or has a length no batch has. The views fall back to the checked scan on any stop, so
+a wrong stop would be a wrong row."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from segmentlog_source.format.batch import V2_HEADER_SIZE
+from segmentlog_source.format.header_walk import (BAD_LENGTH, NOT_V2, WHOLE, new_rows,
+                                                  walk_v2_headers)
+from segmentlog_source.storage.io.local import LOCAL
+from tests.storage.helpers import make_batch
+
+
+def _log(tmp_path, seed: int) -> tuple[str, bytes, list[int]]:
+    rng = random.Random(seed)
+    data, starts, offset = bytearray(), [], 0
+    for _ in range(rng.randint(5, 40)):
+        count = rng.randint(1, 30)
+        starts.append(len(data))
+        data += make_batch([1000 + offset + i for i in range(count)], base_offset=offset,
+                           value_size=rng.choice([0, 20, 300]), codec=rng.choice([0, 1, 4]))
+        offset += count
+    path = tmp_path / f"{seed}.log"
+    path.write_bytes(bytes(data))
+    return str(path), bytes(data), starts
+
+
+def _by_reads(path: str, start: int, end: int, capacity: int = 1 << 12):
+    with LOCAL.open_read(path) as f:
+        rows = new_rows(capacity)
+        n, stop, why = f.read_v2_headers(start, end, rows)
+    return rows[:n], stop, why
+
+
+def _in_memory(data: bytes, start: int, end: int):
+    rows = new_rows(len(data) // V2_HEADER_SIZE + 1)
+    n, stop, why = walk_v2_headers(np.frombuffer(data, np.uint8), 0, start, end, rows)
+    return rows[:n], stop, why
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_healthy_logs_give_the_in_memory_walks_rows(tmp_path, seed):
+    path, data, starts = _log(tmp_path, seed)
+    start = random.Random(seed).choice(starts)
+    rows, stop, why = _by_reads(path, start, len(data))
+    expected, stop_m, why_m = _in_memory(data, start, len(data))
+    assert (stop, why) == (stop_m, why_m) == (len(data), WHOLE)
+    np.testing.assert_array_equal(rows, expected)
+    assert list(rows[:, 0]) == [s for s in starts if s >= start]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_cut_off_file_stops_where_the_last_whole_header_ends(tmp_path, seed):
+    path, data, starts = _log(tmp_path, seed)
+    rng = random.Random(seed)
+    victim = rng.choice(starts)
+    cut = victim + rng.randint(0, V2_HEADER_SIZE - 1)     # inside the victim's header
+    with open(path, "r+b") as f:
+        f.truncate(cut)
+    rows, stop, why = _by_reads(path, 0, len(data))
+    assert (stop, why) == (victim, WHOLE)       # the caller sees it stopped short of `end`
+    assert list(rows[:, 0]) == [s for s in starts if s < victim]
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("damage", ["magic", "length"])
+def test_damage_stops_the_walk_at_the_damaged_header_as_in_memory(tmp_path, seed, damage):
+    path, data, starts = _log(tmp_path, seed)
+    rng = random.Random(seed * 7 + len(damage))
+    victim = rng.choice(starts)
+    broken = bytearray(data)
+    if damage == "magic":
+        broken[victim + 16] = rng.choice([0, 1, 3, 0xFF])
+    else:
+        broken[victim + 8:victim + 12] = rng.choice([0, 5, 0x7FFFFFFF]).to_bytes(4, "big")
+    with open(path, "wb") as f:
+        f.write(broken)
+    rows, stop, why = _by_reads(path, 0, len(data))
+    assert (stop, why) == _in_memory(bytes(broken), 0, len(data))[1:]
+    assert (stop, why) == (victim, NOT_V2 if damage == "magic" else BAD_LENGTH)
+    assert list(rows[:, 0]) == [s for s in starts if s < victim]
+
+
+def test_a_full_row_buffer_stops_the_walk_for_the_next_one(tmp_path):
+    path, data, starts = _log(tmp_path, 3)
+    rows, stop, why = _by_reads(path, 0, len(data), capacity=2)
+    assert (len(rows), stop, why) == (2, starts[2], WHOLE)
