@@ -5,6 +5,7 @@ a wrong stop would be a wrong row."""
 
 from __future__ import annotations
 
+import os
 import random
 
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 from segmentlog_source.format.batch import V2_HEADER_SIZE
 from segmentlog_source.format.header_walk import (BAD_LENGTH, NOT_V2, WHOLE, new_rows,
                                                   walk_v2_headers)
+from segmentlog_source.storage.io.header_reads import NOT_CACHED
 from segmentlog_source.storage.io.local import LOCAL
 from tests.storage.helpers import make_batch
 
@@ -56,7 +58,10 @@ def test_healthy_logs_give_the_in_memory_walks_rows(tmp_path, seed):
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_a_cut_off_file_stops_where_the_last_whole_header_ends(tmp_path, seed):
+def test_a_file_cut_short_stops_the_walk_for_a_blocking_read(tmp_path, seed):
+    """The walk reads only what the page cache holds; short of a header (not cached, or the
+    file shrank since its size was taken) it leaves the rest to the caller's blocking read,
+    which sees the file end there."""
     path, data, starts = _log(tmp_path, seed)
     rng = random.Random(seed)
     victim = rng.choice(starts)
@@ -64,7 +69,7 @@ def test_a_cut_off_file_stops_where_the_last_whole_header_ends(tmp_path, seed):
     with open(path, "r+b") as f:
         f.truncate(cut)
     rows, stop, why = _by_reads(path, 0, len(data))
-    assert (stop, why) == (victim, WHOLE)       # the caller sees it stopped short of `end`
+    assert (stop, why) == (victim, NOT_CACHED)
     assert list(rows[:, 0]) == [s for s in starts if s < victim]
 
 
@@ -91,3 +96,23 @@ def test_a_full_row_buffer_stops_the_walk_for_the_next_one(tmp_path):
     path, data, starts = _log(tmp_path, 3)
     rows, stop, why = _by_reads(path, 0, len(data), capacity=2)
     assert (len(rows), stop, why) == (2, starts[2], WHOLE)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_headers_not_in_the_page_cache_stop_the_walk_not_a_wrong_row(tmp_path, seed):
+    """Dropped from the page cache, the headers are not read one by one from disk (a seek per
+    batch): the walk stops where the cache ends (wherever the kernel kept pages anyway), its
+    rows up to there right, for the caller's chunked read."""
+    path, data, starts = _log(tmp_path, seed)
+    with open(path, "rb") as f:
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        rows, stop, why = _by_reads(path, 0, len(data))
+    assert why in (NOT_CACHED, WHOLE)     # (a page the kernel kept anyway reads on)
+    assert list(rows[:, 0]) == [s for s in starts if s < stop]
+
+
+def test_a_header_running_past_the_range_is_left_to_the_caller(tmp_path):
+    path, data, starts = _log(tmp_path, 5)
+    end = starts[3] + V2_HEADER_SIZE - 1
+    rows, stop, why = _by_reads(path, 0, end)
+    assert (len(rows), stop, why) == (3, starts[3], WHOLE)

@@ -18,6 +18,7 @@ import numpy as np
 from ...format.batch import ATTR_DELETE_HORIZON, INT32_MAX, V2_HEADER_SIZE
 from ...format.header_walk import (ATTRIBUTES, BASE_OFFSET, LAST_OFFSET_DELTA, LEADER_EPOCH,
                                    RECORDS_COUNT, WHOLE, new_rows, walk_v2_headers)
+from ..io.header_reads import NOT_CACHED
 
 ROWS_PER_WALK = 1 << 16   # header rows one walk of a local file fills (6 MiB) before the next
 
@@ -36,10 +37,18 @@ def header_table(fs, path: str, start: int, end: int, *, segment_base: int,
         pos = start
         by_header = getattr(f, "read_v2_headers", None)   # a local file: a read per header
         while pos < end:
+            why = NOT_CACHED
             if by_header is not None:
                 rows = new_rows(ROWS_PER_WALK)
                 n, stop, why = by_header(pos, end, rows)
-            else:       # (an object store: a request per chunk, the bodies with it)
+            if why == NOT_CACHED:
+                if by_header is not None:
+                    parts.append(rows[:n])
+                    pos = stop
+                    if pos >= end:
+                        break
+                # On disk (or an object store): a chunk, bodies with it, which the kernel
+                # reads ahead of; the walk by header goes on where it is cached again.
                 want = min(max(chunk_bytes, V2_HEADER_SIZE), end - pos)
                 buf = np.empty(want, np.uint8)
                 if f.read_into(pos, memoryview(buf)) < want:
