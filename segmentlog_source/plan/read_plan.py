@@ -14,7 +14,6 @@ import bisect
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from functools import partial
 
 import numpy as np
 
@@ -70,9 +69,9 @@ class ReadPlan:
 class _SegmentView:
     """A storage LogSegment as the planner sees it (scan_plan.SegmentView)."""
 
-    def __init__(self, segment, confirm_name=None):
+    def __init__(self, segment, log=None, index: int = 0):
         self._segment = segment
-        self._confirm_name = confirm_name   # PartitionLog.check_segment_order up to this one
+        self._log, self._index = log, index   # (the lookups' checks: PartitionLog's)
         self.base_offset = segment.base_offset
         self.log_path = segment.log_path
         self._named: tuple[int, ...] | None = None
@@ -119,9 +118,13 @@ class _SegmentView:
     def release(self) -> None:
         self._segment.release_indexes()
 
+    def passed_over(self) -> None:
+        if self._log is not None:
+            self._log.pass_over(self._index)
+
     def time_index_entries(self):
-        if self._confirm_name is not None:   # (the time floor skips segments on these)
-            self._confirm_name()
+        if self._log is not None:   # (the time floor skips segments on these)
+            self._log.check_segment_order(through=self._index)
         confirmed = self._segment.max_timestamp_and_offset   # (the last entry, checked)
         timestamps, offsets = self._segment.time_index.arrays()
         if not self._segment.active and len(timestamps) == 0 and confirmed[0] >= 0:
@@ -166,7 +169,7 @@ class _PartitionView:
         self.log_start_offset = log.log_start_offset
         self.log_end_offset = log.log_end_offset
         self.unstable_end: int | None = None   # the log end, when an open transaction holds
-        self.segments = [_SegmentView(s, partial(log.check_segment_order, through=i))
+        self.segments = [_SegmentView(s, log, i)
                          for i, s in enumerate(log.segments)]   # read_committed below it
         self.compacted = log.compacted
         self.dirty_from = log.dirty_from

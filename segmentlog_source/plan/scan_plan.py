@@ -56,6 +56,10 @@ class SegmentView(Protocol):
         """The offsets the last entries of the segment's indexes name, active or not: files
         other than the `.log` that confirm the offsets of the batches holding them."""
 
+    def passed_over(self) -> None:
+        """A lookup by timestamp skips the segment whole: raise if it does not end where the
+        next segment begins (a segment lost or moved from there could have held a match)."""
+
     def confirm_records(self, offset: int) -> None:
         """Decode the batch holding `offset`: an error unless its records lie within the
         offsets its header claims."""
@@ -143,7 +147,7 @@ def timestamp_floor_offset(part: PartitionView, timestamp_ms: int) -> int | None
         if len(timestamps) and timestamps[-1] >= timestamp_ms:
             below = int(np.searchsorted(timestamps, timestamp_ms, side="left"))
             return seg.base_offset if below == 0 else int(offsets[below - 1]) + 1
-        # else: a closed segment whose largest timestamp is below the bound: skip it whole
+        seg.passed_over()   # a closed segment whose largest timestamp is below the bound
     return None
 
 

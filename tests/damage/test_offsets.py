@@ -10,7 +10,12 @@ import struct
 from crc32c import crc32c
 import pytest
 
+from segmentlog_source.errors import DataLossError
 from segmentlog_source.format.batch import MAX_OFFSET
+from segmentlog_source.plan.options import parse_read_options
+from segmentlog_source.plan.predicates import Predicate, fold
+from segmentlog_source.plan.read_plan import plan_read
+from segmentlog_source.spark.reader import GroupScan, ScanSettings
 
 CRC, CRC_START, LAST_OFFSET_DELTA = 17, 21, 23   # a v2 batch header's fields (spec §2)
 from tests.damage.helpers import (BASE_OFFSET, dump_all, generated, poke, read, read_error,
@@ -109,6 +114,49 @@ def test_a_lookup_by_timestamp_sees_a_segment_renamed_far_after_its_answer(log, 
     stamp = next(r[3] for r in healthy[1] if r[2] == answering[0].base_offset + 2) // 1000
     err = read_error(log, log, startingTimestamp=str(stamp), endingTimestamp=str(stamp + 1))
     assert f"{new_base:020d}.log" in str(err)
+
+
+@pytest.fixture(scope="module")
+def long_log(tmp_path_factory):
+    """More segments (23) than a lookup confirms the names of at once (LOOKUP_PREFETCH, 8)."""
+    path = generated(tmp_path_factory.mktemp("long") / "data", records=2000)
+    return path, read(path)
+
+
+def _read_where_timestamp_from(path, stamp_ms: int) -> list[int]:
+    """WHERE timestamp >= stamp as pushdown gives it to the planner (its time floor)."""
+    where = fold([Predicate("timestamp", ">=", stamp_ms * 1000)])
+    opts = parse_read_options({"path": str(path)})
+    settings = ScanSettings(where, False, True, True, False, True)
+    return [o for group in plan_read(opts, where).groups
+            for batch in GroupScan(group, settings) for o in batch.column("offset").to_pylist()]
+
+
+@pytest.mark.parametrize("moved,to,answer", [(1, 17, 6), (2, 20, 12), (5, 15, 9), (3, 21, 4)])
+@pytest.mark.parametrize("how", ["startingTimestamp", "WHERE timestamp >="])
+def test_a_segment_moved_from_among_those_a_lookup_passes_is_lost_data(long_log, tmp_path,
+                                                                       moved, to, answer, how):
+    """A segment renamed forward, past the names a lookup by timestamp confirms, leaves a hole
+    among the segments the lookup passes over: every name there is right, but the segment
+    before the hole no longer ends where the next begins, and the moved records could have
+    held the answer. Never a read that quietly starts after them."""
+    copy = tmp_path / "data"
+    shutil.copytree(long_log[0].parent, copy)
+    log = copy / "t-0"
+    all_segments = segments(log)
+    path, _ = all_segments[moved]
+    before, _ = all_segments[moved - 1]
+    new_base = all_segments[to][1][0].base_offset + 5
+    for old in sorted(log.glob(path.stem + ".*")):
+        old.rename(log / (f"{new_base:020d}" + old.suffix))
+    first = all_segments[answer][1][0].base_offset + 2
+    stamp = next(r[3] for r in long_log[1] if r[2] == first) // 1000
+    with pytest.raises(DataLossError) as info:
+        if how == "startingTimestamp":
+            read(log, startingTimestamp=str(stamp), endingTimestamp=str(stamp + 1))
+        else:
+            _read_where_timestamp_from(log, stamp)
+    assert str(before) in str(info.value) and "missing" in str(info.value)
 
 
 @pytest.mark.parametrize("segment", [1, 3, 6])

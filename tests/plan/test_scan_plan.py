@@ -51,6 +51,9 @@ class FakeSegment:
     def confirm_records(self, offset):
         pass   # (the fake's batches hold what they claim)
 
+    def passed_over(self):
+        pass   # (the fake's segments meet: make_partition lays them end to end)
+
     def time_index_entries(self):
         if not self.trusted_time:
             return None

@@ -59,6 +59,7 @@ class LogSegment:
         self._tail: tuple | None = None
         self._size: int | None = None
         self._confirmed_max: tuple[int, int] | None = None
+        self._confirmed_next: int | None = None
         # Salvaging, an index that fails its checks is rebuilt from the `.log` (in memory)
         # instead of failing the read; index_problem says why.
         self.rebuild_bad_indexes = rebuild_bad_indexes
@@ -339,9 +340,11 @@ class LogSegment:
                                          self.iter_headers()), key=lambda t: t[0],
                                         default=(-1, self.base_offset))
             elif timestamp >= 0:
-                header = self._time_entry_batch(offset)
-                if header is None or not header.first_offset_known \
-                        or header.base_offset > offset:
+                header, before = self._time_entry_batch(offset)
+                # (a legacy wrapper's first offset is known only inside it: the batch before
+                # it ending below the offset places the offset in it)
+                if header is None or (header.base_offset > offset if header.first_offset_known
+                                      else before is not None and before >= offset):
                     raise CorruptDataError(f"time index entry ({timestamp}, {offset}) names an "
                                            f"offset no batch holds", self.time_index_path, None)
                 self._confirm_time_entry(timestamp, offset, header)
@@ -413,9 +416,10 @@ class LogSegment:
         slot = self.offset_index.slot_for(offset - self.base_offset)
         return self.offset_index.entry(slot)[1] if slot >= 0 else 0
 
-    def _time_entry_batch(self, offset: int) -> BatchHeader | None:
-        """The first batch whose last offset is >= a time index entry's `offset`, hopping over
-        headers from the offset index entry at or below it, offsets checked as they go.
+    def _time_entry_batch(self, offset: int) -> tuple[BatchHeader | None, int | None]:
+        """The first batch whose last offset is >= a time index entry's `offset`, and the last
+        offset of the batch before it hopped over (None: none), hopping over headers from the
+        offset index entry at or below it, offsets checked as they go.
 
         On an object store, where each read is a request, one request: the header alone where
         the offset index names that batch itself (brokers index a batch by its last offset,
@@ -441,9 +445,9 @@ class LogSegment:
                     f"previous batch's last offset {previous} (offsets must increase)",
                     self.log_path, header.position)
             if header.last_offset >= offset:
-                return header
+                return header, previous
             previous = header.last_offset
-        return None
+        return None, previous
 
     def _confirm_time_entry(self, timestamp: int, offset: int, header: BatchHeader) -> None:
         """A time-index entry (T, O) is written where the running maximum rose to T, so the
@@ -461,6 +465,7 @@ class LogSegment:
         says the index lost its last entries, and lookups would skip the segment on them. Every
         header after it is read (bodies skipped): the roll's entry names the segment's largest
         timestamp, so with timestamps in order that is the last batch or two."""
+        previous = holder.last_offset
         for header, _ in self.iter_headers(holder.end, self.size,
                                            chunk_bytes=self.fs.read_ahead_bytes):
             if header.max_timestamp > timestamp:
@@ -468,6 +473,20 @@ class LogSegment:
                     f"the last time index entry ({timestamp}, {offset}) is not the segment's "
                     f"largest timestamp: the batch at byte {header.position} of {self.log_path} "
                     f"has {header.max_timestamp} (entries lost?)", self.time_index_path, None)
+            first = header.base_offset if header.first_offset_known else header.last_offset
+            if first <= previous:
+                raise CorruptDataError(
+                    f"batch offsets {header.base_offset}..{header.last_offset} do not follow the "
+                    f"previous batch's last offset {previous} (offsets must increase)",
+                    self.log_path, header.position)
+            previous = header.last_offset
+        self._confirmed_next = previous + 1    # (the walk reached the end: next_offset_seen)
+
+    def next_offset_seen(self) -> int:
+        """read_next_offset, without a read when confirming the largest timestamp walked the
+        headers to the end already (a lookup by timestamp passing over the segment)."""
+        return self._confirmed_next if self._confirmed_next is not None \
+            else self.read_next_offset()
 
     def offset_of_max_timestamp(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record holding the segment's max timestamp (-3)."""
@@ -495,6 +514,7 @@ class LogSegment:
         self._tail = None
         self._size = None
         self._confirmed_max = None
+        self._confirmed_next = None
 
 
 def relative_offset_fits(base_offset: int, offset: int) -> bool:

@@ -33,13 +33,7 @@ from .local_log import delete_segments
 from .log_segment import LogSegment
 from .lost_data import lost_data
 from .segment_appender import SegmentAppender
-from .segment_order import check_meets_next, check_passed_over, confirm_names
-
-# ListOffsets special timestamps (§8.2)
-LATEST_TIMESTAMP = -1
-EARLIEST_TIMESTAMP = -2
-MAX_TIMESTAMP = -3
-LOOKUP_PREFETCH = 8   # segments whose indexes a lookup by timestamp reads ahead, at once
+from .list_offsets import LookupChecks, offset_for_timestamp
 
 _BASE_OFFSET = struct.Struct(">q")
 _LEADER_EPOCH = struct.Struct(">i")
@@ -62,7 +56,7 @@ class PartitionLog:
         self._state = None
         self._epochs = None
         self._lock = None
-        self._order_checked = 0   # how many of the first segments have their names confirmed
+        self.lookups = LookupChecks(self)   # what lookups by timestamp confirmed of the files
         self.listing: list[str] | None = None   # the directory as open() found it
 
     def __repr__(self) -> str:
@@ -239,55 +233,18 @@ class PartitionLog:
         return self.segments[-1], self.segments[-1].size
 
     def offset_for_timestamp(self, timestamp: int) -> int | None:
-        """ListOffsets (§8.2): the first offset whose record timestamp is >= `timestamp`, or None.
-
-        -2 is the log start offset, -1 the log end offset (there is no high watermark here),
-        -3 the offset of the first record holding the largest timestamp.
-        """
-        if timestamp == EARLIEST_TIMESTAMP:
-            return self.log_start_offset
-        if timestamp == LATEST_TIMESTAMP:
-            return self.log_end_offset
-        if timestamp == MAX_TIMESTAMP:
-            self.check_segment_order()
-            best, best_ts = None, None
-            for segment in self.segments:  # the first segment holding the largest timestamp
-                max_ts = segment.max_timestamp_and_offset[0]
-                if best is None or max_ts > best_ts:
-                    best, best_ts = segment, max_ts
-            found = best.offset_of_max_timestamp() if best is not None else None
-            return found[0] if found is not None else None
-        if timestamp < 0:
-            raise BadOptionError("timestamp", timestamp, "must be >= 0, or -1, -2, -3")
-        for i, segment in enumerate(self.segments):
-            if i % LOOKUP_PREFETCH == 0:   # (object stores: the indexes it may pass over next)
-                self.fs.prefetch(p for s in self.segments[i:i + LOOKUP_PREFETCH]
-                                 if not s.active for p in (s.index_path, s.time_index_path))
-            self.check_segment_order(through=i)
-            if segment.largest_timestamp >= timestamp:
-                found = segment.offset_for_timestamp(timestamp, self.log_start_offset)
-                if found is None:   # (a segment with no timestamp says its mtime: go on)
-                    continue
-                if i > 0:
-                    check_passed_over(self.segments[i - 1], segment, self.name, self.compacted,
-                                      self.dirty_from)
-                if i + 1 < len(self.segments):
-                    check_meets_next(segment, self.segments[i + 1])
-                return None if found[0] >= self.log_end_offset else found[0]
-            segment.release_indexes()   # passed over: a log may have tens of thousands
-        return None
+        """ListOffsets (§8.2): the first offset whose record timestamp is >= `timestamp`, or None
+        (list_offsets.py; -2 the log start, -1 the log end, -3 the largest timestamp's)."""
+        return offset_for_timestamp(self, timestamp)
 
     def check_segment_order(self, through: int | None = None) -> None:
         """Confirm the names of the segments up to index `through` (default: all) by their
-        first batches, each once, a window at a time (segment_order.py says why, and why a
-        lookup confirms only the segments it passes over)."""
-        count = len(self.segments)
-        want = count if through is None else min(count, through + 1)
-        if want > self._order_checked:
-            if want < count and self._order_checked == 0 and self.compacted:
-                want = count
-            self._order_checked = confirm_names(self.segments, self._order_checked, want,
-                                                self.fs, LOOKUP_PREFETCH)
+        first batches, each once (list_offsets.LookupChecks)."""
+        self.lookups.confirm_names(through)
+
+    def pass_over(self, i: int) -> None:
+        """A lookup by timestamp passes over segment `i` whole (list_offsets.LookupChecks)."""
+        self.lookups.pass_over(i)
 
     def iter_entries(self, start_offset: int | None = None, *,
                      chunk_bytes: int = DEFAULT_CHUNK_BYTES, verify_crc: bool = False
@@ -427,6 +384,7 @@ class PartitionLog:
             return
         segment = create_empty_segment(self.fs, self.directory, new_base, self.config)
         self.segments.append(segment)
+        self.lookups.forget()
         self._base_offsets.append(new_base)
         self._appender = SegmentAppender(segment, self.config)
         self._state.map_end_offset = new_base
@@ -440,6 +398,7 @@ class PartitionLog:
             raise BadOptionError("count", count, f"{self.name} has {len(self.segments)} "
                                  "segments and the active one stays")
         doomed, self.segments = self.segments[:count], self.segments[count:]
+        self.lookups.forget()
         self._base_offsets = self._base_offsets[count:]
         self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
         delete_segments(self.fs, self.directory, doomed, sync=self.config.fsync != "none")
@@ -491,6 +450,7 @@ class PartitionLog:
             loaded = load_for_append(self.fs, self.directory, self.topic, self.partition,
                                      self.config)
             self.segments = loaded.segments
+            self.lookups.forget()
             self._base_offsets = [s.base_offset for s in loaded.segments]
             self.log_start_offset, self.recovery_report = loaded.log_start_offset, loaded.report
             self._state, self._epochs = loaded.producer_state, loaded.leader_epochs

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from ...errors import CorruptDataError, DataLossError
 from ...format.batch import V2_HEADER_SIZE
+from .batch_sequence import shaped_by_cleaner
 
 
-def check_segment_order(segments, after=None) -> None:
+def check_segment_order(segments, after=None) -> bool:
     """Each segment's first batch lies at or above its base offset and below the next
     segment's (`after` follows the last one): one header per segment. Any file renamed out of
     its place breaks one of the two bounds (holding offsets below its new name, or at or past
     its new successor's); compaction, which leaves a first batch above the base, breaks
-    neither."""
+    neither. Returns whether any of those batches shows the cleaner's hand (above its base,
+    or shaped by it)."""
+    cleaned = False
     for segment, following in zip(segments, list(segments[1:]) + [after]):
         if segment.size == 0:
             continue
@@ -26,6 +29,7 @@ def check_segment_order(segments, after=None) -> None:
         if header is None:
             continue
         first = header.base_offset if header.first_offset_known else header.last_offset
+        cleaned = cleaned or first > segment.base_offset or shaped_by_cleaner(header)
         if first < segment.base_offset:
             bound = f"below the segment's base offset {segment.base_offset} (its file name)"
         elif following is not None and first >= following.base_offset:
@@ -35,25 +39,29 @@ def check_segment_order(segments, after=None) -> None:
             continue
         raise CorruptDataError(f"the first batch holds offsets {first}..{header.last_offset}, "
                                f"{bound}: a renamed segment?", segment.log_path, 0)
+    return cleaned
 
 
-def confirm_names(segments, confirmed: int, want: int, fs, window: int) -> int:
+def confirm_names(segments, confirmed: int, want: int, fs, window: int) -> tuple[int, bool]:
     """check_segment_order on segments[confirmed:want], the first `confirmed` being done
-    already, and on more to make a window of at least `window`: how many are confirmed now.
+    already, and on more to make a window of at least `window`: (how many are confirmed now,
+    whether the cleaner's hand showed).
 
-    A lookup by timestamp confirms the segments it passes over and the one it answers from, as
-    it goes; one past them is confirmed when a scan reads it (which checks its batches against
-    its name and its neighbours'), so the year of segments after a range costs no request. A
-    compacted log's are confirmed at once (the caller asks for all): the cleaner's offset gaps
-    would hide a segment renamed out of the range."""
+    A lookup by timestamp confirms the names of the segments it passes over and of the one it
+    answers from, as it goes, and that each segment it passes over ends where the next begins
+    (PartitionLog.pass_over): a segment renamed away from among them leaves a hole there, one
+    renamed into them breaks a name, and one past them is read by no range that it could
+    change. So the year of segments after a range costs no request. The cleaner's gaps would
+    hide a hole: where it has been (the partition says so, or a first batch shows it), the
+    caller confirms every name."""
     count = len(segments)
     if want < count:     # (a lookup goes on: the next window's headers in one go)
         want = min(count, max(want, confirmed + window))
     batch = segments[confirmed:want]
     # (object stores: the window's first headers, read in parallel beforehand)
     fs.prefetch((s.log_path for s in batch), head_bytes=V2_HEADER_SIZE)
-    check_segment_order(batch, segments[want] if want < count else None)
-    return want
+    cleaned = check_segment_order(batch, segments[want] if want < count else None)
+    return want, cleaned
 
 
 def check_passed_over(before, segment, name: str, compacted: bool,
@@ -61,7 +69,7 @@ def check_passed_over(before, segment, name: str, compacted: bool,
     """A lookup by timestamp that passed over `before` answers from `segment`: offsets
     missing between the two (a lost segment) could have held the answer. (The cleaner leaves
     such gaps, but none reaching past the first dirty offset, `dirty_from`.)"""
-    end = before.read_next_offset()
+    end = before.next_offset_seen()
     cleaners = compacted and (dirty_from is None or segment.base_offset <= dirty_from)
     if end < segment.base_offset and not cleaners:
         raise DataLossError(f"offsets {end}..{segment.base_offset - 1} of {name} are missing "
@@ -72,7 +80,7 @@ def check_passed_over(before, segment, name: str, compacted: bool,
 def check_meets_next(segment, following) -> None:
     """The segment a lookup answers from ends below the next one's base offset: one that runs
     past it says a file name is wrong (a renamed segment holding earlier offsets)."""
-    end = segment.read_next_offset()
+    end = segment.next_offset_seen()
     if end > following.base_offset:
         raise CorruptDataError(f"the segment's batches run to offset {end - 1}, past the next "
                                f"segment's base offset {following.base_offset} "
