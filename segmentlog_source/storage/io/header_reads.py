@@ -10,11 +10,17 @@ object store each read is a request, so there the chunks stay.
 
 from __future__ import annotations
 
+import ctypes
+
 from numba import njit, types
 import numpy as np
 
 from ...format.batch import DEFAULT_MAX_BATCH_BYTES, V2_HEADER_SIZE
 from ...format.header_walk import WHOLE, read_v2_header
+
+# Whether this libc has preadv2 (glibc 2.26+; not macOS): calling a symbol that is not there
+# from compiled code kills the process, so without it the views read chunks.
+HEADER_READS = hasattr(ctypes.CDLL(None), "preadv2")
 
 # libc's preadv2, by name (a ctypes pointer would stop numba from caching the compiled walk)
 _preadv2 = types.ExternalFunction(

@@ -18,7 +18,7 @@ import numpy as np
 from ...format.batch import ATTR_DELETE_HORIZON, INT32_MAX, V2_HEADER_SIZE
 from ...format.header_walk import (ATTRIBUTES, BASE_OFFSET, LAST_OFFSET_DELTA, LEADER_EPOCH,
                                    RECORDS_COUNT, WHOLE, new_rows, walk_v2_headers)
-from ..io.header_reads import NOT_CACHED
+from ..io.header_reads import HEADER_READS, NOT_CACHED
 
 ROWS_PER_WALK = 1 << 16   # header rows one walk of a local file fills (6 MiB) before the next
 
@@ -35,7 +35,8 @@ def header_table(fs, path: str, start: int, end: int, *, segment_base: int,
         if (expected_size is not None and size != expected_size) or size < end:
             return None
         pos = start
-        by_header = getattr(f, "read_v2_headers", None)   # a local file: a read per header
+        # a local file: a read per header (where libc has preadv2)
+        by_header = getattr(f, "read_v2_headers", None) if HEADER_READS else None
         while pos < end:
             why = NOT_CACHED
             if by_header is not None:
@@ -59,6 +60,8 @@ def header_table(fs, path: str, start: int, end: int, *, segment_base: int,
                 return None
             parts.append(rows[:n])
             pos = stop     # a batch bigger than the chunk: the next read starts past it
+        if by_header is not None and f.size() < end:
+            return None   # (cut short under the walk: what it read may be a batch's old bytes)
         following = None
         if not ends_segment:
             head = f.read_at(end, V2_HEADER_SIZE)
