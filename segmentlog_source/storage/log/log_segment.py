@@ -162,6 +162,15 @@ class LogSegment:
                                    f"segment's base offset {self.base_offset} (its file name)",
                                    self.log_path, header.position)
 
+    def _check_follows(self, header: BatchHeader, first: int, previous: int | None) -> None:
+        """A batch's offsets start after the last offset of the batch before it (None: none
+        seen); offsets are outside the CRC."""
+        if previous is not None and first <= previous:
+            raise CorruptDataError(
+                f"batch offsets {header.base_offset}..{header.last_offset} do not follow the "
+                f"previous batch's last offset {previous} (offsets must increase)",
+                self.log_path, header.position)
+
     def _scan_from_index_entry(self, slot: int, position: int, bodies: bool,
                                chunk_bytes: int = 8 * 1024):
         """Scan from an index position, blaming the index when the position is not a batch."""
@@ -217,11 +226,7 @@ class LogSegment:
         for header, _ in self._scan_from_index_entry(slot, position, bodies=False,
                                                      chunk_bytes=probe_bytes):
             first = header.base_offset if header.first_offset_known else header.last_offset
-            if previous is not None and first <= previous:
-                raise CorruptDataError(
-                    f"batch offsets {header.base_offset}..{header.last_offset} do not follow the "
-                    f"previous batch's last offset {previous} (offsets must increase)",
-                    self.log_path, header.position)
+            self._check_follows(header, first, previous)
             if found is not None:   # the batch after the answer vouches for its offsets too
                 return found, before_found
             if header.last_offset >= offset:
@@ -370,11 +375,7 @@ class LogSegment:
         previous, found = None, None
         for header, entry in self._scan_from_index_entry(slot, position, bodies=True):
             first = header.base_offset if header.first_offset_known else header.last_offset
-            if previous is not None and first <= previous:   # offsets are outside the CRC
-                raise CorruptDataError(
-                    f"batch offsets {header.base_offset}..{header.last_offset} do not follow the "
-                    f"previous batch's last offset {previous} (offsets must increase)",
-                    self.log_path, header.position)
+            self._check_follows(header, first, previous)
             if found is not None:    # the batch after the answer vouches for its offsets
                 return found
             previous = header.last_offset
@@ -439,11 +440,7 @@ class LogSegment:
         for header, _ in self._scan_from_index_entry(slot, position, bodies=False,
                                                      chunk_bytes=V2_HEADER_SIZE):
             first = header.base_offset if header.first_offset_known else header.last_offset
-            if previous is not None and first <= previous:
-                raise CorruptDataError(
-                    f"batch offsets {header.base_offset}..{header.last_offset} do not follow the "
-                    f"previous batch's last offset {previous} (offsets must increase)",
-                    self.log_path, header.position)
+            self._check_follows(header, first, previous)
             if header.last_offset >= offset:
                 return header, previous
             previous = header.last_offset
@@ -474,11 +471,7 @@ class LogSegment:
                     f"largest timestamp: the batch at byte {header.position} of {self.log_path} "
                     f"has {header.max_timestamp} (entries lost?)", self.time_index_path, None)
             first = header.base_offset if header.first_offset_known else header.last_offset
-            if first <= previous:
-                raise CorruptDataError(
-                    f"batch offsets {header.base_offset}..{header.last_offset} do not follow the "
-                    f"previous batch's last offset {previous} (offsets must increase)",
-                    self.log_path, header.position)
+            self._check_follows(header, first, previous)
             previous = header.last_offset
         self._confirmed_next = previous + 1    # (the walk reached the end: next_offset_seen)
 
