@@ -15,12 +15,16 @@ from segmentlog_source.format.batch import MAX_OFFSET
 from segmentlog_source.plan.options import parse_read_options
 from segmentlog_source.plan.predicates import Predicate, fold
 from segmentlog_source.plan.read_plan import plan_read
+from segmentlog_source.format.record_encoder import encode_batch
+from segmentlog_source.format.records import Record
 from segmentlog_source.spark.reader import GroupScan, ScanSettings
+from segmentlog_source.storage.log.partition_log import PartitionLog
 
 CRC, CRC_START, LAST_OFFSET_DELTA = 17, 21, 23   # a v2 batch header's fields (spec §2)
 from tests.damage.helpers import (BASE_OFFSET, dump_all, generated, poke, read, read_error,
                                   segments, verify_errors)
 
+START_MS = 1_700_000_000_000
 SEGMENT_INDEXES = (0, 3, -1)          # the first, a middle and the last segment
 BATCH_INDEXES = (0, 4, -1)            # the first, a middle and the last batch of each
 SHIFTS = (-11, -1, 1, 3, 50, 10**6)   # into the previous batch, next to it, into the next...
@@ -157,6 +161,33 @@ def test_a_segment_moved_from_among_those_a_lookup_passes_is_lost_data(long_log,
         else:
             _read_where_timestamp_from(log, stamp)
     assert str(before) in str(info.value) and "missing" in str(info.value)
+
+
+@pytest.mark.parametrize("moved,to", [(2, 18), (4, 21), (1, 15)])
+def test_a_log_the_cleaner_shaped_has_every_name_confirmed_without_its_checkpoint(tmp_path,
+                                                                                  moved, to):
+    """A partition copied without its cleaner-offset-checkpoint whose batches show the
+    cleaner's hand (fewer records than offsets): its offset gaps are excused, so a hole among
+    the segments a lookup passes proves nothing, and the first such batch a lookup sees makes
+    it confirm every file name: the segment renamed far forward is an error naming it."""
+    log = tmp_path / "data" / "t-0"
+    with PartitionLog.open_for_append(str(log), topic="t", partition=0) as writer:
+        for k in range(24):
+            if k:
+                writer.roll()
+            for b in range(5):
+                base = k * 50 + b * 10       # 9 records of 10 offsets: one cleaned away
+                records = [Record(base + i, START_MS + base + i, None, b"v%d" % (base + i))
+                           for i in range(9)]
+                writer.append_batches(encode_batch(records, base_offset=base,
+                                                   last_offset=base + 9))
+    new_base = to * 50 + 5
+    for old in sorted(log.glob(f"{moved * 50:020d}.*")):
+        old.rename(log / (f"{new_base:020d}" + old.suffix))
+    stamp = START_MS + (moved + 2) * 50
+    err = read_error(log, f"{new_base:020d}.log", startingTimestamp=str(stamp),
+                     endingTimestamp=str(stamp + 20))
+    assert "renamed" in str(err)
 
 
 @pytest.mark.parametrize("segment", [1, 3, 6])

@@ -30,7 +30,7 @@ RWF_NOWAIT = 0x8   # linux/fs.h: fail (EAGAIN) instead of waiting for the disk
 # Why a walk stopped, besides header_walk's: the next header is not in the page cache (or the
 # file system cannot say without waiting). Read there one header at a time, a disk seeks for
 # every batch (a cold 554 MB log took 2.3 s where 2 MiB reads, which the kernel reads ahead
-# of, take 0.7 s): the caller reads on in chunks and comes back.
+# of, take 0.7 s): the caller reads the rest of its range in chunks.
 NOT_CACHED = -1
 
 

@@ -122,7 +122,6 @@ class RandomAccessFile(_OpenFile):
             self._stats.add(done)
         return done
 
-
     def read_v2_headers(self, position: int, end: int, rows) -> tuple[int, int, int]:
         """The magic-2 batch headers from `position` towards `end`, one read of a header each
         (header_reads.py): (rows filled, where the walk stopped, why)."""

@@ -38,21 +38,17 @@ def header_table(fs, path: str, start: int, end: int, *, segment_base: int,
         # a local file: a read per header (where libc has preadv2)
         by_header = getattr(f, "read_v2_headers", None) if HEADER_READS else None
         while pos < end:
-            why = NOT_CACHED
             if by_header is not None:
                 rows = new_rows(ROWS_PER_WALK)
                 n, stop, why = by_header(pos, end, rows)
-            if why == NOT_CACHED:
-                if by_header is not None:
+                if why == NOT_CACHED:
+                    # On disk: chunks, bodies with them, to the end of the range, which the
+                    # kernel reads ahead of. (Going back to a read per header where the cache
+                    # held them again broke that readahead: 2x slower than chunks alone.)
                     parts.append(rows[:n])
-                    pos = stop
-                    if pos >= end:
-                        break
-                # On disk (or an object store): chunks, bodies with them, to the end of the
-                # range, which the kernel reads ahead of. (Going back to a read per header
-                # where the cache holds them again broke the kernel's readahead: a chunk
-                # after each miss waited on the disk, 2x slower than chunks alone.)
-                by_header = None
+                    pos, by_header = stop, None
+                    continue
+            else:       # (and an object store: a request per chunk)
                 want = min(max(chunk_bytes, V2_HEADER_SIZE), end - pos)
                 buf = np.empty(want, np.uint8)
                 if f.read_into(pos, memoryview(buf)) < want:

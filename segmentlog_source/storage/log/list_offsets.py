@@ -46,8 +46,8 @@ def offset_for_timestamp(log, timestamp: int) -> int | None:
                 log.pass_over(i)
                 continue
             if i > 0:
-                check_passed_over(segments[i - 1], segment, log.name, log.compacted,
-                                  log.dirty_from)
+                compacted, dirty_from = log.lookups.gaps_excused()
+                check_passed_over(segments[i - 1], segment, log.name, compacted, dirty_from)
             if i + 1 < len(segments):
                 check_meets_next(segment, segments[i + 1])
             return None if found[0] >= log.log_end_offset else found[0]
@@ -85,15 +85,19 @@ class LookupChecks:
             self.cleaner_seen = True
             self.confirm_names()
 
+    def gaps_excused(self) -> tuple[bool, int | None]:
+        """The partition's (compacted, dirty_from), read from its checkpoints once."""
+        if self._gaps_excused is None:
+            self._gaps_excused = (self._log.compacted, self._log.dirty_from)
+        return self._gaps_excused
+
     def pass_over(self, i: int) -> None:
         """A lookup passes over segment `i` whole: it must end where the next begins, unless
         the cleaner's gaps excuse a hole there (a segment moved or lost from there could
         have held the answer)."""
         log = self._log
         if i + 1 < len(log.segments):
-            if self._gaps_excused is None:
-                self._gaps_excused = (log.compacted, log.dirty_from)
-            compacted, dirty_from = self._gaps_excused
+            compacted, dirty_from = self.gaps_excused()
             check_passed_over(log.segments[i], log.segments[i + 1], log.name,
                               compacted or self.cleaner_seen, dirty_from)
             check_meets_next(log.segments[i], log.segments[i + 1])

@@ -210,7 +210,7 @@ class LogSegment:
         """
         return self.locate(offset, probe_bytes)[0]
 
-    def locate(self, offset: int, probe_bytes: int = 64 * 1024
+    def locate(self, offset: int, probe_bytes: int = 64 * 1024, *, entry_early: bool = True
                ) -> tuple[BatchHeader | None, int | None]:
         """(translate_offset's batch, the last offset of the batch before it), the second None
         when the batch is the segment's first; with no such batch, (None, the segment's last
@@ -218,9 +218,10 @@ class LogSegment:
 
         The hop starts one index entry early and reads one header past the answer, so the
         batches on both sides of it are seen: offsets are outside the CRC, and the headers
-        hopped over must have increasing offsets.
+        hopped over must have increasing offsets. (`entry_early=False`: from the entry at or
+        below the offset itself.)
         """
-        slot = self.offset_index.slot_for(offset - self.base_offset) - 1
+        slot = self.offset_index.slot_for(offset - self.base_offset) - (1 if entry_early else 0)
         position = self.offset_index.entry(slot)[1] if slot >= 0 else 0
         previous, found, before_found = None, None, None
         for header, _ in self._scan_from_index_entry(slot, position, bodies=False,
@@ -418,9 +419,8 @@ class LogSegment:
         return self.offset_index.entry(slot)[1] if slot >= 0 else 0
 
     def _time_entry_batch(self, offset: int) -> tuple[BatchHeader | None, int | None]:
-        """The first batch whose last offset is >= a time index entry's `offset`, and the last
-        offset of the batch before it hopped over (None: none), hopping over headers from the
-        offset index entry at or below it, offsets checked as they go.
+        """locate() for a time index entry's `offset`, from the offset index entry at or below
+        it.
 
         On an object store, where each read is a request, one request: the header alone where
         the offset index names that batch itself (brokers index a batch by its last offset,
@@ -436,15 +436,7 @@ class LogSegment:
             end = following + V2_HEADER_SIZE
             warm(self.log_path, position,
                  self.size if self.size - end <= CONFIRMING_READ_BYTES else end, self.stats)
-        previous = None
-        for header, _ in self._scan_from_index_entry(slot, position, bodies=False,
-                                                     chunk_bytes=V2_HEADER_SIZE):
-            first = header.base_offset if header.first_offset_known else header.last_offset
-            self._check_follows(header, first, previous)
-            if header.last_offset >= offset:
-                return header, previous
-            previous = header.last_offset
-        return None, previous
+        return self.locate(offset, V2_HEADER_SIZE, entry_early=False)
 
     def _confirm_time_entry(self, timestamp: int, offset: int, header: BatchHeader) -> None:
         """A time-index entry (T, O) is written where the running maximum rose to T, so the
