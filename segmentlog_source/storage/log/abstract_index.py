@@ -37,7 +37,8 @@ class AbstractIndex:
         self._loaded = loaded if loaded is not None else np.empty(0, self.dtype)
         self._appended: list[tuple[int, int]] = []
         self._file = file  # an io.AppendFile when the index is being written
-        self._file_length = file_length
+        self._file_length = file_length   # counting the entries not yet written
+        self._unwritten = bytearray()     # appended entries the file does not hold yet
 
     # -- opening ---------------------------------------------------------------------------
     @classmethod
@@ -89,6 +90,13 @@ class AbstractIndex:
             return int(row[0]), int(row[1])
         return self._appended[i - n]
 
+    def _last_raw(self) -> tuple[int, int] | None:
+        """The last entry as stored, or None (cheap while a writer appends)."""
+        if self._appended:
+            return self._appended[-1]
+        n = len(self._loaded)
+        return self._raw(n - 1) if n else None
+
     def _key(self, i: int) -> int:
         return self._raw(i)[0]
 
@@ -120,6 +128,7 @@ class AbstractIndex:
     def trim(self) -> None:
         """Cut the file of a writable index down to its entries (a preallocated file's zeros,
         a torn last entry): what a roll, a close and recovery leave."""
+        self.write_appended()
         if self._file is not None and not self.is_trimmed:
             self._file.truncate(len(self) * self.dtype.itemsize)
             self._file_length = len(self) * self.dtype.itemsize
@@ -130,9 +139,16 @@ class AbstractIndex:
     def _add(self, raw: tuple[int, int]) -> None:
         packed = self.packer.pack(*raw)
         if self._file is not None:
-            self._file.append(packed)
+            self._unwritten += packed
         self._appended.append(raw)
         self._file_length += len(packed)
+
+    def write_appended(self) -> None:
+        """Write the entries appended since the last call, in one write. The segment's appender
+        calls it after writing the `.log` bytes they point into (segment_appender.py)."""
+        if self._unwritten:
+            self._file.write_at(self._file_length - len(self._unwritten), self._unwritten)
+            self._unwritten = bytearray()
 
     def _corrupt(self, message: str, entry: int | None = None) -> CorruptDataError:
         where = None if entry is None else entry * self.dtype.itemsize
@@ -140,10 +156,12 @@ class AbstractIndex:
 
     def fsync(self) -> None:
         if self._file is not None:
+            self.write_appended()
             self._file.fsync()
 
     def close(self) -> None:
         if self._file is not None:
+            self.write_appended()
             self._file.close()
             self._file = None
 

@@ -199,6 +199,19 @@ def write_partition_metadata(path: str, topic_id: str | bytes | uuid.UUID, fs=LO
     fs.write_atomic(path, text.encode("utf-8"))
 
 
+def check_partition_metadata(path: str, topic_id, fs=LOCAL) -> None:
+    """A writer given a topic id: the partition's `partition.metadata` must hold it (written
+    when missing)."""
+    if topic_id is None:
+        return
+    wanted = topic_id_string(topic_id)
+    existing = read_partition_metadata(path, fs)
+    if existing is None:
+        write_partition_metadata(path, wanted, fs)
+    elif existing != wanted:
+        raise BadOptionError("topic_id", topic_id, f"{path} holds topic id {existing}")
+
+
 class LeaderEpochCache:
     """Leader epoch -> start offset, kept in `leader-epoch-checkpoint` (LeaderEpochFileCache)."""
 

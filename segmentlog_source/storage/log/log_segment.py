@@ -502,5 +502,8 @@ class LogSegment:
         self._confirmed_next = None
 
 
-def relative_offset_fits(base_offset: int, offset: int) -> bool:
-    return 0 <= offset - base_offset <= INT32_MAX
+def relative_offset_fits(base_offset: int, offset):
+    """Whether `offset` (an int, or an array of them: then one answer each) fits an index of
+    the segment at `base_offset`."""
+    relative = offset - base_offset
+    return (relative >= 0) & (relative <= INT32_MAX)

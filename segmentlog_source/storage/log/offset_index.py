@@ -50,7 +50,8 @@ class OffsetIndex(AbstractIndex):
         return self.entry(slot) if slot >= 0 else (self.base_offset, 0)
 
     def last_entry(self) -> tuple[int, int]:
-        return self.entry(len(self) - 1) if len(self) else (self.base_offset, 0)
+        last = self._last_raw()
+        return (self.base_offset, 0) if last is None else (self.base_offset + last[0], last[1])
 
     def append(self, offset: int, position: int) -> None:
         """OffsetIndex.append: offsets strictly increase; the index must not be full."""

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import bisect
 import struct
-from typing import Iterable, Iterator
+from typing import Iterator
 
 from ...errors import BadOptionError, CorruptDataError, DataLossError, LogNotFoundError
-from ...format.batch import BatchHeader, parse_header
+from ...format.batch import BatchHeader, header_at, parse_header
 from ..io.filesystem import filesystem_for
 from ..io.stats import IOStats
 from ..log_files import (CLEANER_OFFSET_CHECKPOINT, CLEANING_INTENT, LOG_START_OFFSET_CHECKPOINT,
@@ -21,9 +21,10 @@ from ..log_files import (CLEANER_OFFSET_CHECKPOINT, CLEANING_INTENT, LOG_START_O
 from ..txn.producer_state_manager import (ProducerStateManager, read_end_txn_marker,
                                           write_snapshot)
 from ..txn.transaction_index import AbortedTxn
+from . import batch_run
 from .batch_sequence import compacted_by_default
-from .checkpoints import (read_offset_checkpoint, read_partition_metadata, topic_id_string,
-                          write_partition_metadata)
+from .checkpoints import (check_partition_metadata, read_offset_checkpoint,
+                          read_partition_metadata)
 from .log_config import LogConfig
 from .log_directory import parse_partition_dir_name
 from .log_loader import (_delete_segment, create_empty_segment, last_stable_offset,
@@ -122,7 +123,7 @@ class PartitionLog:
         fs.makedirs(path)
         lock = fs.lock(fs.join(path, PARTITION_LOCK), f"partition {topic}-{partition} ({path})")
         try:
-            _check_topic_id(fs, path, topic_id)
+            check_partition_metadata(fs.join(path, PARTITION_METADATA), topic_id, fs)
             loaded = load_for_append(fs, path, topic, partition, config)
             log = cls(fs, path, topic, partition, loaded.segments, loaded.log_start_offset)
             log.config, log._lock, log.recovery_report = config, lock, loaded.report
@@ -318,24 +319,75 @@ class PartitionLog:
     def _append_all(self, data, *, assign_offsets: bool,
                     leader_epoch: int | None) -> tuple[int, int]:
         self._writable()
-        first = last = None
-        for header, entry in _split_batches(data):
-            if assign_offsets or leader_epoch is not None:
-                entry = bytearray(entry)
-                if assign_offsets:
-                    delta = header.last_offset - header.base_offset
-                    _BASE_OFFSET.pack_into(entry, 0, self.log_end_offset)
-                    header = header._replace(base_offset=self.log_end_offset,
-                                             last_offset=self.log_end_offset + delta)
-                if leader_epoch is not None:
-                    _LEADER_EPOCH.pack_into(entry, _LEADER_EPOCH_AT, leader_epoch)
-                    header = header._replace(partition_leader_epoch=leader_epoch)
-            header = self._append_one(header, entry)
-            first = header.base_offset if first is None else first
-            last = header.last_offset
+        try:
+            first, last = self._append_each(data, assign_offsets, leader_epoch)
+        finally:   # what was appended is on file before anyone reads it (a truncation, say)
+            if self._appender is not None:
+                self._appender.write()
         if first is None:
             raise BadOptionError("data", b"", "no batch to append")
         return first, last
+
+    def _append_each(self, data, assign_offsets: bool,
+                     leader_epoch: int | None) -> tuple[int | None, int | None]:
+        first = last = None
+        runs = self.config.fsync != "always"     # (that flushes after every batch)
+        for view in batch_run.buffers(data):
+            pos, misses, one_by_one = 0, 0, 0
+            by_runs = runs and batch_run.worth_runs(view)
+            while pos < len(view):
+                if by_runs and not one_by_one:
+                    run = self._append_run(view, pos, assign_offsets, leader_epoch)
+                    if run is not None:
+                        first = run.base_offsets[0] if first is None else first
+                        last, pos, misses = run.last_offsets[run.count - 1], run.end(), 0
+                        continue
+                    # (batches no run takes, e.g. a producer's: try again after 1, 2, 4, ...)
+                    misses += 1
+                    one_by_one = 1 << min(misses - 1, 12)
+                header = parse_header(view, pos, len(view))
+                if header is None:
+                    raise CorruptDataError(f"the last {len(view) - pos} bytes to append are "
+                                           f"not a whole batch", None, pos)
+                header = self._append_batch(header, view[pos:header.end], assign_offsets,
+                                            leader_epoch)
+                first = header.base_offset if first is None else first
+                last, pos = header.last_offset, pos + header.size
+                one_by_one = max(0, one_by_one - 1)
+        return (None if first is None else int(first)), (None if last is None else int(last))
+
+    def _append_run(self, view: memoryview, pos: int, assign_offsets: bool,
+                    leader_epoch: int | None) -> batch_run.PlainRun | None:
+        """The plain batches from view[pos] appended at once (batch_run.py), or None."""
+        run = batch_run.PlainRun(view, pos, self.log_end_offset, assign_offsets=assign_offsets,
+                                 leader_epoch=leader_epoch,
+                                 segment_bytes=self.config.segment_bytes)
+        if run.count:
+            run.limit(self._appender.run_fits(*run.columns()))
+        if not run.count:
+            return None
+        data = run.patched(assign_offsets, leader_epoch)
+        self._appender.append_run(data, *run.columns())
+        if self._epochs.assign(run.leader_epoch, int(run.base_offsets[0])):
+            self._appender.write()   # (no file may name an offset the .log does not hold)
+            self._epochs.write(fsync=self.config.fsync != "none")
+        last = int(run.positions[run.count - 1] - run.positions[0])
+        self._state.update(header_at(data, last))   # (no producer: only the map's end moves)
+        return run
+
+    def _append_batch(self, header: BatchHeader, entry, assign_offsets: bool,
+                      leader_epoch: int | None) -> BatchHeader:
+        if assign_offsets or leader_epoch is not None:
+            entry = bytearray(entry)
+            if assign_offsets:
+                delta = header.last_offset - header.base_offset
+                _BASE_OFFSET.pack_into(entry, 0, self.log_end_offset)
+                header = header._replace(base_offset=self.log_end_offset,
+                                         last_offset=self.log_end_offset + delta)
+            if leader_epoch is not None:
+                _LEADER_EPOCH.pack_into(entry, _LEADER_EPOCH_AT, leader_epoch)
+                header = header._replace(partition_leader_epoch=leader_epoch)
+        return self._append_one(header, entry)
 
     def _append_one(self, header: BatchHeader, entry) -> BatchHeader:
         if header.magic != 2:
@@ -358,9 +410,11 @@ class PartitionLog:
             self._roll(max(header.base_offset, self.log_end_offset))
         header = self._appender.append(header, entry)
         if self._epochs.assign(header.partition_leader_epoch, header.base_offset):
+            self._appender.write()   # (no file may name an offset the .log does not hold)
             self._epochs.write(fsync=self.config.fsync != "none")
         aborted = self._state.update(header, marker)
         if aborted is not None:
+            self._appender.write()
             self._appender.segment.txn_index.append(aborted)
         if self.config.fsync == "always":
             self._appender.flush()
@@ -480,30 +534,3 @@ class PartitionLog:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def _split_batches(data) -> Iterator[tuple[BatchHeader, memoryview]]:
-    """The batches in `data` (one buffer of batches laid end to end, or an iterable of them)."""
-    buffers: Iterable = [data] if isinstance(data, (bytes, bytearray, memoryview)) else data
-    for buffer in buffers:
-        view = memoryview(buffer)
-        pos = 0
-        while pos < len(view):
-            header = parse_header(view, pos, len(view))
-            if header is None:
-                raise CorruptDataError(f"the last {len(view) - pos} bytes to append are not a "
-                                       f"whole batch", None, pos)
-            yield header, view[pos:header.end]
-            pos = header.end
-
-
-def _check_topic_id(fs, directory: str, topic_id) -> None:
-    if topic_id is None:
-        return
-    wanted = topic_id_string(topic_id)
-    path = fs.join(directory, PARTITION_METADATA)
-    existing = read_partition_metadata(path, fs)
-    if existing is None:
-        write_partition_metadata(path, wanted, fs)
-    elif existing != wanted:
-        raise BadOptionError("topic_id", topic_id, f"{path} holds topic id {existing}")

@@ -33,19 +33,41 @@ class SegmentIndexer:
 
     def on_append(self, position: int, size: int, largest_offset: int, largest_timestamp: int,
                   offset_of_largest_timestamp: int) -> None:
+        if self._entry_due(size, largest_timestamp, offset_of_largest_timestamp):
+            self.offset_index.append(largest_offset, position)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+
+    def _entry_due(self, size: int, largest_timestamp: int,
+                   offset_of_largest_timestamp: int) -> bool:
+        """The rule for one append: whether it gets index entries (the counters move on)."""
         if largest_timestamp > self.max_timestamp:
             self.max_timestamp = largest_timestamp
             self.offset_of_max_timestamp = offset_of_largest_timestamp
-        if self.bytes_since_last_entry > self.interval:
-            self.offset_index.append(largest_offset, position)
-            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+        due = self.bytes_since_last_entry > self.interval
+        if due:
             self.bytes_since_last_entry = 0
         self.bytes_since_last_entry += size
+        return due
 
     def add_batch(self, header: BatchHeader) -> None:
         """One batch as one append, the leader's way (3.8+: max timestamp at the last offset)."""
         self.on_append(header.position, header.size, header.last_offset, header.max_timestamp,
                        header.last_offset)
+
+    def add_run(self, positions, sizes, last_offsets, max_timestamps) -> None:
+        """add_batch for each batch of a run (columns), the entries appended after the rule
+        has run over all of them."""
+        offset_entries, time_entries = [], []
+        for position, size, last, timestamp in zip(positions.tolist(), sizes.tolist(),
+                                                   last_offsets.tolist(),
+                                                   max_timestamps.tolist()):
+            if self._entry_due(size, timestamp, last):
+                offset_entries.append((last, position))
+                time_entries.append((self.max_timestamp, self.offset_of_max_timestamp))
+        for last, position in offset_entries:
+            self.offset_index.append(last, position)
+        for timestamp, offset in time_entries:
+            self.time_index.maybe_append(timestamp, offset)
 
     def final_entry(self) -> None:
         """The time entry a roll or a close appends (it may use the reserved last slot)."""

@@ -54,7 +54,8 @@ class TimeIndex(AbstractIndex):
         return self.entry(slot) if slot >= 0 else (-1, self.base_offset)
 
     def last_entry(self) -> tuple[int, int]:
-        return self.entry(len(self) - 1) if len(self) else (-1, self.base_offset)
+        last = self._last_raw()
+        return (-1, self.base_offset) if last is None else (last[0], self.base_offset + last[1])
 
     @property
     def is_full(self) -> bool:

@@ -1,0 +1,174 @@
+"""Appending by runs (storage/log/batch_run.py) leaves the very files that appending batch by
+batch leaves, and fails the same way.
+
+Generated streams of batches are appended twice into fresh partitions, once with runs off and
+once with runs on for every buffer (and runs cut short, so that one buffer takes several): the
+`.log`, `.index`, `.timeindex`, snapshots and leader-epoch checkpoint must be equal byte for
+byte, the returned offsets too. The streams mix what ends a run (a producer's batches, a
+transaction and its marker, a leader epoch change, a batch too big for a segment) with rolls
+by size, by time and by a full index; the damaged ones hold a batch whose CRC fails or end
+mid-batch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+import random
+
+import pytest
+
+from segmentlog_source.errors import SegmentLogError
+from segmentlog_source.format.control import ABORT, COMMIT, end_txn_marker
+from segmentlog_source.format.record_encoder import encode_batch
+from segmentlog_source.format.records import Record
+from segmentlog_source.storage.log import batch_run
+from segmentlog_source.storage.log.log_config import LogConfig
+from segmentlog_source.storage.log.partition_log import PartitionLog
+
+CASES = 60
+
+
+def _batch(rng: random.Random, clock: list[int], value_sizes=(3, 40, 700), **fields) -> bytes:
+    records = []
+    for i in range(rng.randint(1, 12)):
+        clock[0] += rng.choice([0, 1, 7, 250, 4000]) if rng.random() < 0.9 else -300
+        records.append(Record(i, clock[0], b"k%d" % rng.randrange(50),
+                              bytes(rng.randrange(256) for _ in range(rng.choice(value_sizes)))))
+    return encode_batch(records, **fields)
+
+
+def _stream(rng: random.Random) -> list[bytes]:
+    """Batches as a writer would hand them over, now and then what ends a run."""
+    clock, out, epoch, sequence = [1_700_000_000_000], [], 0, 0
+    for _ in range(rng.randint(5, 120)):
+        kind = rng.random()
+        if kind < 0.06:        # a producer's batch: its state is kept one by one
+            out.append(_batch(rng, clock, producer_id=7, producer_epoch=0,
+                              base_sequence=sequence))
+            sequence += 20
+        elif kind < 0.09:      # a transaction and its marker
+            out.append(_batch(rng, clock, producer_id=9, producer_epoch=1, base_sequence=0,
+                              is_transactional=True))
+            key, value = end_txn_marker(rng.choice([ABORT, COMMIT]), coordinator_epoch=2)
+            out.append(encode_batch([Record(0, clock[0], key, value)], is_control=True,
+                                    is_transactional=True, producer_id=9, producer_epoch=1))
+        elif kind < 0.095:     # bigger than the smallest segments
+            out.append(_batch(rng, clock, value_sizes=(5_000,), partition_leader_epoch=epoch))
+        else:
+            if rng.random() < 0.05:
+                epoch += 1     # batches keep their own leader epoch unless append() sets one
+            out.append(_batch(rng, clock, partition_leader_epoch=epoch))
+    return out
+
+
+def _config(rng: random.Random) -> LogConfig:
+    return LogConfig(segment_bytes=rng.choice([12_000, 30_000, 10**9]),
+                     segment_ms=rng.choice([10**12, 9_000, 60_000]),
+                     segment_index_bytes=rng.choice([48, 96, 10 * 1024 * 1024]),
+                     index_interval_bytes=rng.choice([0, 300, 4096]), fsync="none")
+
+
+def _appends(rng: random.Random, batches: list[bytes]):
+    """The stream cut into append calls: (buffers, leader epoch or None, offsets given?)."""
+    i = 0
+    while i < len(batches):
+        n = rng.randint(1, 40)
+        group, i = batches[i:i + n], i + n
+        buffers = [b"".join(group)] if rng.random() < 0.5 else \
+            [b"".join(group[j:j + 3]) for j in range(0, len(group), 3)]
+        yield buffers, rng.choice([None, 0, 5]), rng.random() < 0.2
+
+
+def _given_offsets(buffers: list[bytes], next_offset: int, rng: random.Random) -> list[bytes]:
+    """The same batches with base offsets from `next_offset`, gaps here and there (what
+    append_batches takes: the caller assigned them)."""
+    out = []
+    for buffer in buffers:
+        data, pos = bytearray(buffer), 0
+        while pos < len(data):
+            size = int.from_bytes(data[pos + 8:pos + 12], "big") + 12
+            delta = int.from_bytes(data[pos + 23:pos + 27], "big")
+            next_offset += rng.choice([0, 0, 0, 3])
+            data[pos:pos + 8] = next_offset.to_bytes(8, "big")
+            next_offset += delta + 1
+            pos += size
+        out.append(bytes(data))
+    return out
+
+
+def _write(path: Path, config: LogConfig, seed: int, damage: str | None) -> tuple[list, str]:
+    rng = random.Random(seed)
+    batches = _stream(rng)
+    if damage == "crc":          # a byte the CRC covers, in one batch
+        i = rng.randrange(len(batches))
+        bad = bytearray(batches[i])
+        bad[rng.randrange(21, len(bad))] ^= 0x10
+        batches[i] = bytes(bad)
+    results, error = [], ""
+    log = PartitionLog.open_for_append(str(path), config=config)
+    try:
+        for buffers, epoch, given in _appends(rng, batches):
+            if damage == "torn" and rng.random() < 0.2:
+                buffers = buffers[:-1] + [buffers[-1][:-rng.randint(1, 30)]]
+            if given:
+                results.append(log.append_batches(
+                    _given_offsets(buffers, log.log_end_offset, rng)))
+            else:
+                results.append(log.append(buffers, leader_epoch=epoch))
+    except SegmentLogError as err:
+        error = str(err)
+    finally:
+        log.close()
+    return results, error
+
+
+def _files(path: Path) -> dict[str, bytes]:
+    return {f.name: f.read_bytes() for f in sorted(path.iterdir()) if f.name != ".segmentlog.lock"}
+
+
+@pytest.mark.parametrize("damage", [None, "crc", "torn"])
+def test_runs_write_what_batch_by_batch_writes(tmp_path, monkeypatch, damage):
+    rolled, errors = 0, []
+    for case in range(CASES):
+        config = _config(random.Random(case))
+        one_by_one, by_runs = tmp_path / f"a{case}" / "t-0", tmp_path / f"b{case}" / "t-0"
+        monkeypatch.setattr(batch_run, "RUN_MIN_BYTES", 1 << 62)
+        expected = _write(one_by_one, config, case, damage)
+        monkeypatch.setattr(batch_run, "RUN_MIN_BYTES", 0)
+        monkeypatch.setattr(batch_run, "RUN_MIN_BATCHES", 1)
+        monkeypatch.setattr(batch_run, "MAX_RUN", random.Random(case).choice([2, 5, 4096]))
+        assert _write(by_runs, config, case, damage) == expected, f"case {case}"
+        assert _files(by_runs) == _files(one_by_one), f"case {case}"
+        rolled += len(list(by_runs.glob("*.log"))) > 1
+        errors += [expected[1]] if expected[1] else []
+    assert rolled > CASES // 4          # the cases did roll segments
+    too_big = [e for e in errors if "cannot fit in a segment" in e]
+    assert too_big                      # a batch bigger than a segment ends a run too
+    if damage:
+        assert len(errors) - len(too_big) > CASES // 4, errors
+    else:
+        assert errors == too_big, errors
+
+
+def test_a_run_is_taken_where_it_can_be(tmp_path, monkeypatch):
+    """The comparison above would pass if runs were never taken: count them."""
+    taken = []
+    original = PartitionLog._append_run
+
+    def counting(self, *args):
+        run = original(self, *args)
+        taken.append(0 if run is None else run.count)
+        return run
+
+    monkeypatch.setattr(PartitionLog, "_append_run", counting)
+    monkeypatch.setattr(batch_run, "RUN_MIN_BYTES", 0)
+    monkeypatch.setattr(batch_run, "RUN_MIN_BATCHES", 1)
+    for case in range(10):
+        _write(tmp_path / f"{case}" / "t-0", _config(random.Random(case)), case, None)
+    assert sum(taken) > 200 and max(taken) >= 5, taken
+    # what a write's commit appends: plain batches, one run per buffer (MAX_RUN batches)
+    rng, clock = random.Random(3), [1_700_000_000_000]
+    taken.clear()
+    with PartitionLog.open_for_append(str(tmp_path / "plain-0")) as log:
+        log.append(b"".join(_batch(rng, clock) for _ in range(300)), leader_epoch=0)
+    assert taken == [300]
