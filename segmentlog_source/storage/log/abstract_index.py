@@ -154,6 +154,11 @@ class AbstractIndex:
         where = None if entry is None else entry * self.dtype.itemsize
         return CorruptDataError(f"{self.kind}: {message}", self.path, where)
 
+    def discard_unwritten(self) -> None:
+        """Forget the entries not written yet (their `.log` bytes failed to be written)."""
+        self._file_length -= len(self._unwritten)
+        self._unwritten = bytearray()
+
     def fsync(self) -> None:
         if self._file is not None:
             self.write_appended()

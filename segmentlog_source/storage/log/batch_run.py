@@ -69,9 +69,12 @@ class PlainRun:
         self.max_timestamps = rows[:, MAX_TIMESTAMP]
         epochs = rows[:, LEADER_EPOCH] if leader_epoch is None else np.full(n, leader_epoch)
         self.leader_epoch = int(epochs[0]) if n else -1
-        # what _append_one and the header parse would refuse or treat specially
+        # what _append_one and the header parse would refuse or treat specially (the stored
+        # offsets are checked even where they are replaced: damage is reported, not hidden)
+        stored = rows[:, BASE_OFFSET]
         previous_next = np.concatenate(([log_end_offset], self.last_offsets[:-1] + 1))
         ok = ((self.positions + self.sizes <= len(buf))
+              & (stored >= 0) & (stored <= MAX_OFFSET - deltas)
               & (rows[:, ATTRIBUTES] & ATTR_CONTROL == 0) & (rows[:, PRODUCER_ID] < 0)
               & (deltas >= 0) & (self.base_offsets >= previous_next)
               & (self.last_offsets <= MAX_OFFSET)

@@ -19,7 +19,7 @@ import re
 from typing import Callable, NamedTuple, TypeVar
 import uuid
 
-from ...errors import BadOptionError, CorruptDataError
+from ...errors import BadOptionError, CorruptDataError, LogNotFoundError
 from ..io.local import LOCAL
 
 OFFSET_CHECKPOINT_VERSION = 0
@@ -210,6 +210,20 @@ def check_partition_metadata(path: str, topic_id, fs=LOCAL) -> None:
         write_partition_metadata(path, wanted, fs)
     elif existing != wanted:
         raise BadOptionError("topic_id", topic_id, f"{path} holds topic id {existing}")
+
+
+def read_cleaning_intent(path: str, log_end_offset: int, fs=LOCAL) -> int | None:
+    """The end offset a cleaning under way wrote (log_cleaner.py), None once it is gone."""
+    try:
+        text = fs.read_all(path).decode("ascii").strip()
+    except UnicodeDecodeError:
+        text = "?"
+    except LogNotFoundError:   # the cleaning finished meanwhile: the checkpoint says it
+        return None
+    if not text.isdigit() or int(text) > log_end_offset:
+        raise CorruptDataError(f"{text[:40]!r} is not an offset of the log: a cleaning's "
+                               f"intent file holds one, at most the log end offset", path)
+    return int(text)
 
 
 class LeaderEpochCache:

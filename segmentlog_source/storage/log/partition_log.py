@@ -23,8 +23,8 @@ from ..txn.producer_state_manager import (ProducerStateManager, read_end_txn_mar
 from ..txn.transaction_index import AbortedTxn
 from . import batch_run
 from .batch_sequence import compacted_by_default
-from .checkpoints import (check_partition_metadata, read_offset_checkpoint,
-                          read_partition_metadata)
+from .checkpoints import (check_partition_metadata, read_cleaning_intent,
+                          read_offset_checkpoint, read_partition_metadata)
 from .log_config import LogConfig
 from .log_directory import parse_partition_dir_name
 from .log_loader import (_delete_segment, create_empty_segment, last_stable_offset,
@@ -181,17 +181,8 @@ class PartitionLog:
         names = self.listing if self.listing is not None else self.fs.list_dir(self.directory)
         if CLEANING_INTENT not in names:
             return None
-        path = self.fs.join(self.directory, CLEANING_INTENT)
-        try:
-            text = self.fs.read_all(path).decode("ascii").strip()
-        except UnicodeDecodeError:
-            text = "?"
-        except LogNotFoundError:   # the cleaning finished meanwhile: the checkpoint says it
-            return None
-        if not text.isdigit() or int(text) > self.log_end_offset:
-            raise CorruptDataError(f"{text[:40]!r} is not an offset of the log: a cleaning's "
-                                   f"intent file holds one, at most the log end offset", path)
-        return int(text)
+        return read_cleaning_intent(self.fs.join(self.directory, CLEANING_INTENT),
+                                    self.log_end_offset, self.fs)
 
     def lost_data(self, end: int | None = None) -> list[str]:
         """What the files around the segments say is missing from them (lost_data.py)."""
@@ -319,11 +310,19 @@ class PartitionLog:
     def _append_all(self, data, *, assign_offsets: bool,
                     leader_epoch: int | None) -> tuple[int, int]:
         self._writable()
+        # What was appended is on file before anyone reads it (a truncation, say); a failed
+        # write leaves memory ahead of the files: the partition is then reloaded from them.
         try:
             first, last = self._append_each(data, assign_offsets, leader_epoch)
-        finally:   # what was appended is on file before anyone reads it (a truncation, say)
-            if self._appender is not None:
+        except OSError:
+            self._reload_from_files(discard=True)
+            raise
+        except BaseException:    # (the batches before the bad one were appended)
+            try:
                 self._appender.write()
+            except OSError:
+                self._reload_from_files(discard=True)
+            raise
         if first is None:
             raise BadOptionError("data", b"", "no batch to append")
         return first, last
@@ -354,6 +353,7 @@ class PartitionLog:
                 first = header.base_offset if first is None else first
                 last, pos = header.last_offset, pos + header.size
                 one_by_one = max(0, one_by_one - 1)
+            self._appender.write()    # (a generator's next buffer may read the log)
         return (None if first is None else int(first)), (None if last is None else int(last))
 
     def _append_run(self, view: memoryview, pos: int, assign_offsets: bool,
@@ -490,17 +490,31 @@ class PartitionLog:
                 raise BadOptionError("offset", offset, f"not a batch boundary of {self.name} "
                                      f"(a batch holds {header.base_offset}..{header.last_offset})")
             cut = header.end
-        self._appender.log_file.close()
-        self._appender = None
-        try:
-            for segment in self.segments:
-                segment.forget_cached_state()  # no index mapping may outlive the files' change
+        def cut_files() -> None:
             for segment in self.segments[len(keep):]:
                 _delete_segment(self.fs, segment)
             if cut < self.fs.size(last.log_path):
                 self.fs.truncate(last.log_path, cut)
             for path in (last.index_path, last.time_index_path):
                 self.fs.remove(path)  # missing indexes make the reload rebuild them from the .log
+
+        self._reload_from_files(change=cut_files)
+
+    def _reload_from_files(self, *, discard: bool = False, change=None) -> None:
+        """The partition's state (segments, indexes, producer state, epochs) loaded again from
+        its files, as after a crash, once `change` has changed them; `discard`: what the
+        appender holds unwritten is dropped first (a write failed). The lock stays held; if
+        even this fails, it is released and the files wait for recovery."""
+        if discard:
+            self._appender.discard()
+        else:
+            self._appender.log_file.close()
+        self._appender = None
+        try:
+            for segment in self.segments:
+                segment.forget_cached_state()  # no index mapping may outlive the files' change
+            if change is not None:
+                change()
             loaded = load_for_append(self.fs, self.directory, self.topic, self.partition,
                                      self.config)
             self.segments = loaded.segments

@@ -89,6 +89,8 @@ class SegmentAppender:
         conservatively short of filling an index."""
         positions = self.size + np.concatenate(([0], np.cumsum(sizes[:-1])))
         rolling = self.rolling_based_timestamp() if self.size else int(max_timestamps[0])
+        if rolling is None or rolling < 0:
+            return 0    # (no timestamps: each batch's roll test asks the clock, one by one)
         rolls = np.flatnonzero(self._rolls(positions, sizes, max_timestamps, last_offsets,
                                            rolling))
         fits = int(rolls[0]) if rolls.size else len(sizes)
@@ -140,6 +142,14 @@ class SegmentAppender:
             self._unwritten, self._unwritten_at = [], self.size
         self.segment.offset_index.write_appended()
         self.segment.time_index.write_appended()
+
+    def discard(self) -> None:
+        """After a failed write: drop what is not written (none of it may reach the files
+        later, at a close) and close the `.log`."""
+        self._unwritten = []
+        self.segment.offset_index.discard_unwritten()
+        self.segment.time_index.discard_unwritten()
+        self.log_file.close()
 
     def flush(self) -> None:
         self.write()
