@@ -147,6 +147,8 @@ def test_runs_write_what_batch_by_batch_writes(tmp_path, monkeypatch, damage):
         monkeypatch.setattr(batch_run, "RUN_MIN_BYTES", 0)
         monkeypatch.setattr(batch_run, "RUN_MIN_BATCHES", 1)
         monkeypatch.setattr(batch_run, "MAX_RUN", random.Random(case).choice([2, 5, 4096]))
+        monkeypatch.setattr(batch_run, "MAX_RUN_BYTES", random.Random(case).choice([1, 9_000,
+                                                                                   4 << 20]))
         assert _write(by_runs, _config(random.Random(case)), case, damage) == expected, \
             f"case {case}"
         assert _files(by_runs) == _files(one_by_one), f"case {case}"

@@ -28,6 +28,7 @@ from ...format.header_walk import (ATTRIBUTES, BASE_OFFSET, LAST_OFFSET_DELTA, L
                                    walk_v2_headers)
 
 MAX_RUN = 4096       # batches one run takes (rows of 96 bytes)
+MAX_RUN_BYTES = 4 << 20   # and bytes: a run is copied once (its offsets set), then written
 # A buffer of fewer bytes or batches goes batch by batch: the compiled walk costs ~0.15 s to
 # load in a fresh process, what a thousand batches cost one by one (a staged chunk is 4 MiB).
 RUN_MIN_BYTES = 1 << 20
@@ -81,6 +82,9 @@ class PlainRun:
               & (epochs == self.leader_epoch) & (self.sizes <= segment_bytes))
         bad = np.flatnonzero(~ok)
         self.count = int(bad[0]) if bad.size else n
+        over = np.flatnonzero(np.cumsum(self.sizes[:self.count]) > MAX_RUN_BYTES)
+        if over.size:
+            self.count = max(1, int(over[0]))
 
     def limit(self, count: int) -> None:
         """Keep only the first `count` batches (those the segment takes before it must roll),
