@@ -93,14 +93,20 @@ def timed(fn: Callable[[], object]) -> float:
 
 
 def take_turns(sides: dict[str, Callable[[], object]], repetitions: int,
-               warmups: int = 1) -> dict[str, list[float]]:
-    """Seconds of every run of every side: warm-ups first (not kept), then the sides in turn."""
+               warmups: int = 1, before: Callable[[], object] | None = None
+               ) -> dict[str, list[float]]:
+    """Seconds of every run of every side: warm-ups first (not kept), then the sides in turn;
+    `before` runs ahead of every run, untimed (clearing what the previous side wrote)."""
     for _ in range(warmups):
         for fn in sides.values():
+            if before is not None:
+                before()
             fn()
     raw: dict[str, list[float]] = {side: [] for side in sides}
     for _ in range(repetitions):
         for side, fn in sides.items():
+            if before is not None:
+                before()
             raw[side].append(timed(fn))
     return raw
 
