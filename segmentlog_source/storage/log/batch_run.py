@@ -2,8 +2,8 @@
 appends every batch a write's tasks staged, in order).
 
 Appended one by one, each batch costs ~15 us of Python (its header parsed twice, its offsets
-patched, the roll tests, the index rule, the producer state): 0.4 s of the commit of a
-2M-row write's 25,000 batches of 16 KiB. What a Spark writer stages is plain: magic-2 data
+patched, the roll tests, the index rule, the producer state): 0.4 s of a 1.0 s commit of
+317 MB in 25,000 batches. What a Spark writer stages is plain: magic-2 data
 batches of no producer (no producer state to keep, no transaction marker to apply), one leader
 epoch, whole in the buffer. Their headers are walked in compiled code (format/header_walk.py),
 offsets assigned and leader epochs set on columns, and the run goes to the active segment as

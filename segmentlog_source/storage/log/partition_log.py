@@ -341,8 +341,7 @@ class PartitionLog:
                         first = run.base_offsets[0] if first is None else first
                         last, pos, misses = run.last_offsets[run.count - 1], run.end(), 0
                         continue
-                    # (batches no run takes, e.g. a producer's: try again after 1, 2, 4, ...)
-                    misses += 1
+                    misses += 1     # (a producer's batches, say: 1, 2, 4... one by one)
                     one_by_one = 1 << min(misses - 1, 12)
                 header = parse_header(view, pos, len(view))
                 if header is None:
@@ -490,6 +489,7 @@ class PartitionLog:
                 raise BadOptionError("offset", offset, f"not a batch boundary of {self.name} "
                                      f"(a batch holds {header.base_offset}..{header.last_offset})")
             cut = header.end
+
         def cut_files() -> None:
             for segment in self.segments[len(keep):]:
                 _delete_segment(self.fs, segment)

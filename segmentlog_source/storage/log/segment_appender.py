@@ -8,8 +8,9 @@ are always "trimmed".
 Batches are written in runs of about WRITE_BYTES, each run's index entries after it: one write
 per MiB instead of up to three per batch (a 16 KiB batch, its offset entry, its time entry:
 75,000 writes for 317 MB, a quarter of a commit's time). Nothing reads what is not written yet:
-the run is written when it is full, before a flush, a roll or a close, and at the end of every
-PartitionLog append, failed or not.
+the run is written when it is full, before a flush, a roll or a close, after each buffer a
+PartitionLog append is given, and when the append raises; a write that fails is dropped, and
+PartitionLog reloads its state from the files (memory never runs ahead of them).
 """
 
 from __future__ import annotations
