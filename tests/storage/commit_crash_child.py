@@ -1,6 +1,6 @@
 """The committer test_commit_crash.py kills: stages and commits jobs across three partitions
 until SIGKILL, printing `staged <job> <rows per partition>` before each commit and
-`done <job>` after it returns (flushed)."""
+`done <job>` after it returns (flushed). Even seeds append by runs, odd ones batch by batch."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import random
 import sys
 
 from segmentlog_source.storage.commit import committer
+from segmentlog_source.storage.log import batch_run
 from segmentlog_source.storage.log.log_config import LogConfig
 from tests.storage.written_logs import stage
 
@@ -23,6 +24,8 @@ def rows_for(job: str, counts: list[int]) -> dict[tuple[str, int], list[bytes]]:
 
 def main(log_dir: str, seed: int) -> None:
     rng = random.Random(seed)
+    if seed % 2 == 0:   # even rounds append in runs (storage/log/batch_run.py) whatever the size
+        batch_run.RUN_MIN_BYTES, batch_run.RUN_MIN_BATCHES = 0, 1
     for i in range(10**9):
         job = f"job-{seed}-{i}"
         counts = [rng.choice([0, 1, 40, 300, 1000]) for _ in range(PARTITIONS)]
