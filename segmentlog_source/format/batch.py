@@ -39,6 +39,8 @@ from ..errors import CorruptDataError
 
 LOG_OVERHEAD = 12  # offset + length, the part of every entry that its length field does not count
 MAGIC_OFFSET = 16
+V2_LEADER_EPOCH_AT = 12   # partitionLeaderEpoch, outside the CRC: a leader sets it at append
+V2_CRC_AT = 17
 V2_HEADER_SIZE = 61
 V2_CRC_START = 21  # the CRC covers attributes .. end; not baseOffset, length, leader epoch, magic
 LEGACY_CRC_START = 16
@@ -253,7 +255,6 @@ def iter_headers(buf, start: int = 0, end: int | None = None, *, base_position: 
 
 
 _MAX_TIMESTAMP_AT = 35
-_CRC_AT = 17
 _ATTRIBUTES_AT = 21
 
 
@@ -269,4 +270,4 @@ def set_log_append_time(entry: bytearray, timestamp: int) -> None:
     attributes = struct.unpack_from(">h", entry, _ATTRIBUTES_AT)[0] | ATTR_TIMESTAMP_TYPE
     struct.pack_into(">h", entry, _ATTRIBUTES_AT, attributes)
     _INT64.pack_into(entry, _MAX_TIMESTAMP_AT, timestamp)
-    struct.pack_into(">I", entry, _CRC_AT, crc32c(memoryview(entry)[V2_CRC_START:]))
+    struct.pack_into(">I", entry, V2_CRC_AT, crc32c(memoryview(entry)[V2_CRC_START:]))

@@ -63,7 +63,7 @@ def _within(value: int, lo: int, hi: int) -> bool:
 
 
 # Columns of np.array(list_of_BatchHeaders): a BatchHeader is a tuple of ints.
-_POS, _SIZE, _MAGIC, _BASE, _LAST, _CRC_COL, _ATTRS = range(7)
+_POS, _SIZE, _MAGIC, _BASE, _LAST, _, _ATTRS = range(7)   # (5: the CRC, read from headers)
 _BASE_TS, _MAX_TS, _COUNT = 8, 9, 13
 
 

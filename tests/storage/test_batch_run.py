@@ -7,7 +7,7 @@ once with runs on for every buffer (and runs cut short, so that one buffer takes
 byte, the returned offsets too. The streams mix what ends a run (a producer's batches, a
 transaction and its marker, a leader epoch change, a batch too big for a segment) with rolls
 by size, by time and by a full index; the damaged ones hold a batch whose CRC fails or end
-mid-batch.
+mid-batch, or a batch whose length field (outside the CRC) was changed.
 """
 
 from __future__ import annotations
@@ -107,13 +107,17 @@ def _given_offsets(buffers: list[bytes], next_offset: int, rng: random.Random) -
 def _write(path: Path, config: LogConfig, seed: int, damage: str | None) -> tuple[list, str]:
     rng = random.Random(seed)
     batches = _stream(rng)
-    if damage in ("crc", "base"):
+    if damage in ("crc", "base", "length"):
         i = rng.randrange(len(batches))
         bad = bytearray(batches[i])
         if damage == "crc":      # a byte the CRC covers
             bad[rng.randrange(21, len(bad))] ^= 0x10
-        else:                    # a base offset no broker writes (append() replaces it)
+        elif damage == "base":   # a base offset no broker writes (append() replaces it)
             bad[:8] = rng.choice([-5, 2**63 - 3]).to_bytes(8, "big", signed=True)
+        else:                    # a length the CRC does not cover: the framing moves
+            length = int.from_bytes(bad[8:12], "big")
+            bad[8:12] = max(0, length + rng.choice([-1, 1, -61, 500, 2**31 - 1 - length])
+                            ).to_bytes(4, "big")
         batches[i] = bytes(bad)
     results, error = [], ""
     log = PartitionLog.open_for_append(str(path), config=config)
@@ -137,7 +141,7 @@ def _files(path: Path) -> dict[str, bytes]:
     return {f.name: f.read_bytes() for f in sorted(path.iterdir()) if f.name != ".segmentlog.lock"}
 
 
-@pytest.mark.parametrize("damage", [None, "crc", "base", "torn"])
+@pytest.mark.parametrize("damage", [None, "crc", "base", "length", "torn"])
 def test_runs_write_what_batch_by_batch_writes(tmp_path, monkeypatch, damage):
     rolled, errors = 0, []
     for case in range(CASES):

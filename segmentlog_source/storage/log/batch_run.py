@@ -22,7 +22,8 @@ from typing import Iterable, Iterator
 from crc32c import crc32c
 import numpy as np
 
-from ...format.batch import ATTR_CONTROL, LOG_OVERHEAD, MAX_OFFSET, V2_CRC_START
+from ...format.batch import (ATTR_CONTROL, LOG_OVERHEAD, MAX_OFFSET, V2_CRC_AT, V2_CRC_START,
+                             V2_LEADER_EPOCH_AT)
 from ...format.header_walk import (ATTRIBUTES, BASE_OFFSET, LAST_OFFSET_DELTA, LEADER_EPOCH,
                                    MAX_TIMESTAMP, POSITION, PRODUCER_ID, SIZE, new_rows,
                                    walk_v2_headers)
@@ -33,9 +34,8 @@ MAX_RUN_BYTES = 4 << 20   # and bytes: a run is copied once (its offsets set), t
 # load in a fresh process, what a thousand batches cost one by one (a staged chunk is 4 MiB).
 RUN_MIN_BYTES = 1 << 20
 RUN_MIN_BATCHES = 64
-_CRC_AT = 17
 _BASE_OFFSET_BYTES = np.arange(8)
-_LEADER_EPOCH_BYTES = 12 + np.arange(4)
+_LEADER_EPOCH_BYTES = V2_LEADER_EPOCH_AT + np.arange(4)
 
 
 def worth_runs(view: memoryview) -> bool:
@@ -92,7 +92,8 @@ class PlainRun:
         self.count = min(self.count, count)
         for i, (position, size) in enumerate(zip(self.positions[:self.count].tolist(),
                                                  self.sizes[:self.count].tolist())):
-            stored = int.from_bytes(self.view[position + _CRC_AT:position + V2_CRC_START], "big")
+            stored = int.from_bytes(self.view[position + V2_CRC_AT:position + V2_CRC_START],
+                                    "big")
             if crc32c(self.view[position + V2_CRC_START:position + size]) != stored:
                 self.count = i
                 break

@@ -13,7 +13,7 @@ import struct
 from typing import Iterator
 
 from ...errors import BadOptionError, CorruptDataError, DataLossError, LogNotFoundError
-from ...format.batch import BatchHeader, header_at, parse_header
+from ...format.batch import V2_LEADER_EPOCH_AT, BatchHeader, header_at, parse_header
 from ..io.filesystem import filesystem_for
 from ..io.stats import IOStats
 from ..log_files import (CLEANER_OFFSET_CHECKPOINT, CLEANING_INTENT, LOG_START_OFFSET_CHECKPOINT,
@@ -38,7 +38,6 @@ from .list_offsets import LookupChecks, offset_for_timestamp
 
 _BASE_OFFSET = struct.Struct(">q")
 _LEADER_EPOCH = struct.Struct(">i")
-_LEADER_EPOCH_AT = 12
 
 
 class PartitionLog:
@@ -384,7 +383,7 @@ class PartitionLog:
                 header = header._replace(base_offset=self.log_end_offset,
                                          last_offset=self.log_end_offset + delta)
             if leader_epoch is not None:
-                _LEADER_EPOCH.pack_into(entry, _LEADER_EPOCH_AT, leader_epoch)
+                _LEADER_EPOCH.pack_into(entry, V2_LEADER_EPOCH_AT, leader_epoch)
                 header = header._replace(partition_leader_epoch=leader_epoch)
         return self._append_one(header, entry)
 

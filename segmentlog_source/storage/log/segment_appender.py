@@ -112,11 +112,7 @@ class SegmentAppender:
         header = header._replace(position=position)
         self.segment._size = position + header.size
         self.indexer.add_batch(header)
-        self.next_offset = header.next_offset
-        self.segment._tail = (self.next_offset, self.indexer.max_timestamp,
-                              self.indexer.offset_of_max_timestamp, header.end)
-        if self.size - self._unwritten_at >= WRITE_BYTES:
-            self.write()
+        self._appended(header.next_offset)
         return header
 
     def append_run(self, data: bytearray, sizes, last_offsets, max_timestamps) -> None:
@@ -129,8 +125,12 @@ class SegmentAppender:
         self._unwritten.append(data)
         self.segment._size = start + len(data)
         self.indexer.add_run(positions, sizes, last_offsets, max_timestamps)
-        self.next_offset = int(last_offsets[-1]) + 1
-        self.segment._tail = (self.next_offset, self.indexer.max_timestamp,
+        self._appended(int(last_offsets[-1]) + 1)
+
+    def _appended(self, next_offset: int) -> None:
+        """The segment's tail after an append ending at its size; the run written once full."""
+        self.next_offset = next_offset
+        self.segment._tail = (next_offset, self.indexer.max_timestamp,
                               self.indexer.offset_of_max_timestamp, self.size)
         if self.size - self._unwritten_at >= WRITE_BYTES:
             self.write()
