@@ -38,7 +38,7 @@ from ..storage.log.header_table import header_table
 from ..storage.log.log_segment import LogSegment
 from .reader import (_MAX_TIMESTAMP_MS, _MIN_TIMESTAMP_MS, GroupScan, ScanSettings, _topic_array,
                      task_files)
-from .schema import arrow_schema
+from .schema import projected_schema
 
 log = logging.getLogger("segmentlog")
 
@@ -46,39 +46,59 @@ ROWS_PER_BATCH = 64 * 1024
 
 
 class _Rows:
-    """Rows of one view, column by column, out as Arrow batches of its schema."""
+    """Rows of one view, column by column, out as Arrow batches of `schema`: the view's columns
+    `names` (all of them, or those a user's schema names, under its names)."""
 
-    def __init__(self, schema: pa.Schema):
+    def __init__(self, schema: pa.Schema, names: list[str]):
         self.schema = schema
-        self.columns: dict[str, list] = {name: [] for name in schema.names}
+        self.names = names
+        self.columns: dict[str, list] = {name: [] for name in names}
+        self.count = 0
 
     def add(self, **values) -> None:
         for name, column in self.columns.items():
             column.append(values[name])
+        self.count += 1
 
     def __len__(self) -> int:
-        return len(self.columns["topic"])
+        return self.count
 
     def flush(self) -> Iterator[pa.RecordBatch]:
-        if not len(self):
+        if not self.count:
             return
-        arrays = [pa.array(self.columns[f.name], f.type) for f in self.schema]
-        self.columns = {name: [] for name in self.schema.names}
+        arrays = [pa.array(self.columns[name], f.type) for name, f in zip(self.names,
+                                                                           self.schema)]
+        self.columns = {name: [] for name in self.names}
+        self.count = 0
         yield pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+def _view_schema(view: str, settings: ScanSettings) -> tuple[pa.Schema, list[str]]:
+    """The Arrow schema a view's scan yields, and the view's column behind each field."""
+    schema = projected_schema(view, settings.projection)
+    names = schema.names if settings.projection is None else \
+        [name for name, _ in settings.projection]
+    return schema, names
 
 
 _CODECS = np.array([CODEC_NAMES[c] if c < len(CODEC_NAMES) else f"unknown({c})"
                     for c in range(ATTR_CODEC_MASK + 1)])
 
 
-def _timestamps(ms: np.ndarray, path: str) -> pa.Array:
-    """Kafka's milliseconds as Spark's timestamps; -1 (none) as null."""
-    none = ms == -1
-    bad = ~none & ((ms > _MAX_TIMESTAMP_MS) | (ms < _MIN_TIMESTAMP_MS))
+def _checked_ms(ms: np.ndarray, path: str) -> np.ndarray:
+    """Kafka's milliseconds, refused where a Spark timestamp cannot hold them (whether or not
+    the column is read, as the batch-by-batch path refuses them)."""
+    bad = (ms != -1) & ((ms > _MAX_TIMESTAMP_MS) | (ms < _MIN_TIMESTAMP_MS))
     if bad.any():
         raise UnrepresentableValueError(
             f"{path}: a batch has timestamp {int(ms[bad][0])} ms, beyond what a Spark timestamp "
             f"holds (microseconds in a long)")
+    return ms
+
+
+def _timestamps(ms: np.ndarray) -> pa.Array:
+    """Checked milliseconds as Spark's timestamps; -1 (none) as null."""
+    none = ms == -1
     return pa.array(np.where(none, 0, ms) * 1000, pa.timestamp("us", tz="UTC"), mask=none)
 
 
@@ -98,7 +118,7 @@ class BatchesScan(GroupScan):
 
     def __init__(self, group: ReadGroup, settings: ScanSettings):
         super().__init__(group, settings)
-        self.schema = arrow_schema(view="batches")
+        self.schema, self.names = _view_schema("batches", settings)
 
     def _scan_task(self, task: ScanTask) -> Iterator[pa.RecordBatch]:
         verify = self.settings.verify_checksums
@@ -107,7 +127,7 @@ class BatchesScan(GroupScan):
             if table is not None:
                 yield from self._table_batches(task, table)
                 return
-        rows = _Rows(self.schema)
+        rows = _Rows(self.schema, self.names)
         epoch = -1
         for header, entry in self._opened(self._checked_scan(task, headers_only=not verify),
                                           task):
@@ -173,31 +193,37 @@ class BatchesScan(GroupScan):
             return
         attributes = table[:, H.ATTRIBUTES]
         appended = (attributes & ATTR_TIMESTAMP_TYPE) != 0
-        max_ts = table[:, H.MAX_TIMESTAMP]
+        max_ts = _checked_ms(table[:, H.MAX_TIMESTAMP], task.path)
+        first_ts = _checked_ms(np.where(appended, max_ts, table[:, H.BASE_TIMESTAMP]),
+                               task.path)
+        # made only when asked for: a user's schema may name a few of them (schema.py)
         columns = {
-            "topic": _topic_array(task.topic, n),
-            "partition": np.full(n, task.partition, np.int32),
-            "segment": np.full(n, task.segment_base, np.int64),
-            "position": table[:, H.POSITION], "size": table[:, H.SIZE].astype(np.int32),
-            "baseOffset": table[:, H.BASE_OFFSET],
-            "lastOffset": table[:, H.BASE_OFFSET] + table[:, H.LAST_OFFSET_DELTA],
-            "recordCount": table[:, H.RECORDS_COUNT].astype(np.int32),
-            "firstTimestamp": _timestamps(np.where(appended, max_ts,
-                                                   table[:, H.BASE_TIMESTAMP]), task.path),
-            "maxTimestamp": _timestamps(max_ts, task.path),
-            "timestampType": appended.astype(np.int32),
-            "codec": pa.array(_CODECS[attributes & ATTR_CODEC_MASK]),
-            "magic": np.full(n, 2, np.int32),
-            "producerId": table[:, H.PRODUCER_ID],
-            "producerEpoch": table[:, H.PRODUCER_EPOCH].astype(np.int32),
-            "baseSequence": table[:, H.BASE_SEQUENCE].astype(np.int32),
-            "partitionLeaderEpoch": table[:, H.LEADER_EPOCH].astype(np.int32),
-            "isTransactional": (attributes & ATTR_TRANSACTIONAL) != 0,
-            "isControl": (attributes & ATTR_CONTROL) != 0,
+            "topic": lambda: _topic_array(task.topic, n),
+            "partition": lambda: np.full(n, task.partition, np.int32),
+            "segment": lambda: np.full(n, task.segment_base, np.int64),
+            "position": lambda: table[:, H.POSITION],
+            "size": lambda: table[:, H.SIZE].astype(np.int32),
+            "baseOffset": lambda: table[:, H.BASE_OFFSET],
+            "lastOffset": lambda: table[:, H.BASE_OFFSET] + table[:, H.LAST_OFFSET_DELTA],
+            "recordCount": lambda: table[:, H.RECORDS_COUNT].astype(np.int32),
+            "firstTimestamp": lambda: _timestamps(first_ts),
+            "maxTimestamp": lambda: _timestamps(max_ts),
+            "timestampType": lambda: appended.astype(np.int32),
+            "codec": lambda: pa.array(_CODECS[attributes & ATTR_CODEC_MASK]),
+            "magic": lambda: np.full(n, 2, np.int32),
+            "producerId": lambda: table[:, H.PRODUCER_ID],
+            "producerEpoch": lambda: table[:, H.PRODUCER_EPOCH].astype(np.int32),
+            "baseSequence": lambda: table[:, H.BASE_SEQUENCE].astype(np.int32),
+            "partitionLeaderEpoch": lambda: table[:, H.LEADER_EPOCH].astype(np.int32),
+            "isTransactional": lambda: (attributes & ATTR_TRANSACTIONAL) != 0,
+            "isControl": lambda: (attributes & ATTR_CONTROL) != 0,
         }
-        yield pa.RecordBatch.from_arrays([pa.array(columns[f.name], f.type) if not isinstance(
-            columns[f.name], pa.Array) else columns[f.name] for f in self.schema],
-            schema=self.schema)
+        arrays = []
+        for name, field in zip(self.names, self.schema):
+            column = columns[name]()
+            arrays.append(column if isinstance(column, pa.Array) else pa.array(column,
+                                                                               field.type))
+        yield pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
     def _entry(self, task: ScanTask, header: BatchHeader) -> memoryview:
         """The bytes of one batch a header-only read needs after all."""
@@ -218,11 +244,11 @@ class SegmentsScan:
     settings: ScanSettings
 
     def __post_init__(self):
-        self.schema = arrow_schema(view="segments")
+        self.schema, self.names = _view_schema("segments", self.settings)
         self.stats = IOStats()
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
-        rows = _Rows(self.schema)
+        rows = _Rows(self.schema, self.names)
         for ref in self.segments:
             try:
                 rows.add(**self._row(ref))

@@ -40,9 +40,11 @@ def with_hint(err: Exception, fail_on_data_loss: bool) -> Exception:
     return err.hinted(SKIP_HINT) if fail_on_data_loss else err
 
 
-def scan_partition(partition, opts: ReadOptions, predicates: tuple = (), decoding=None):
+def scan_partition(partition, opts: ReadOptions, predicates: tuple = (), decoding=None,
+                   projection=None):
     """The Arrow batches of one InputPartition (`predicates`: WHERE clauses pushed down;
-    `decoding`: the values/ decoders adding key_decoded/value_decoded, or None)."""
+    `decoding`: the values/ decoders adding key_decoded/value_decoded, or None; `projection`:
+    the view's columns a user's schema names, or None)."""
     group = getattr(partition, "group", None)
     segments = getattr(partition, "segments", None)
     if group is None and segments is None:
@@ -52,7 +54,7 @@ def scan_partition(partition, opts: ReadOptions, predicates: tuple = (), decodin
     verify = opts.verify_checksums or any(t.needs_crc_check for t in getattr(group, "tasks", ()))
     settings = ScanSettings(fold(list(predicates)), opts.read_committed, verify,
                             opts.include_payload, opts.include_headers, opts.fail_on_data_loss,
-                            opts.store, decoding)
+                            opts.store, decoding, projection)
     if segments is not None:
         scan = SegmentsScan(segments, settings)
     elif opts.view == "batches":

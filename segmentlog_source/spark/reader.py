@@ -50,6 +50,7 @@ class ScanSettings:
     fail_on_data_loss: bool
     store: StoreConfig = DEFAULT_CONFIG
     decoding: RecordDecoding | None = None     # keyFormat/valueFormat's decoded columns
+    projection: tuple[tuple[str, str], ...] | None = None   # a view's columns (schema.py)
 
 
 def _topic_array(topic: str, n: int) -> pa.Array:

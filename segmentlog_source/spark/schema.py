@@ -94,3 +94,38 @@ def arrow_schema_of(schema: StructType) -> pa.Schema:
     """The Arrow schema Spark expects batches of `schema` in (to the letter)."""
     return to_arrow_schema(schema, timezone="UTC")
 
+
+
+def view_projection(view: str, given: StructType) -> tuple[tuple[str, str], ...] | None:
+    """The columns of a metadata view a user's `.schema(...)` asks for, as (view column, given
+    name) pairs in the given order: PySpark 4.3 prunes no column of a Python source, so a view
+    builds and sends only these. None when `given` is the whole view, as it is. Names match as
+    Spark resolves them (ignoring case); a ValueError says what does not fit."""
+    columns = {name.lower(): (name, ddl) for name, ddl, _ in _VIEWS[view]}
+    pairs, seen = [], set()
+    for field in given.fields:
+        name, ddl = columns.get(field.name.lower(), (None, None))
+        if name is None:
+            raise ValueError(f"the {view} view has no column {field.name}")
+        if name in seen:
+            raise ValueError(f"column {field.name} is named twice")
+        if field.dataType.simpleString() != ddl:
+            raise ValueError(f"column {field.name} is {ddl} in the {view} view, not "
+                             f"{field.dataType.simpleString()}")
+        if not field.nullable:
+            raise ValueError(f"column {field.name} may be null: declare it without NOT NULL")
+        seen.add(name)
+        pairs.append((name, field.name))
+    if not pairs:
+        raise ValueError("the schema names no column")
+    whole = [name for name, _, _ in _VIEWS[view]]
+    return None if pairs == [(n, n) for n in whole] else tuple(pairs)
+
+
+def projected_schema(view: str, projection: tuple[tuple[str, str], ...] | None) -> pa.Schema:
+    """The Arrow schema of a view's batches: the whole view, or the projection's columns under
+    their given names."""
+    full = arrow_schema(view=view)
+    if projection is None:
+        return full
+    return pa.schema([pa.field(given, full.field(name).type) for name, given in projection])

@@ -29,7 +29,7 @@ from ..plan.view_plan import segment_groups
 from .filters import to_predicate
 from .partition_scan import (SegmentLogInputPartition, SegmentsInputPartition, scan_partition,
                              with_hint)
-from .schema import simple_string, spark_ddl, with_decoded
+from .schema import simple_string, spark_ddl, view_projection, with_decoded
 
 log = logging.getLogger("segmentlog")
 
@@ -49,9 +49,10 @@ LOG_DIR_HINT = "point load() at a broker's log.dirs"
 class SegmentLogReader(DataSourceReader):
     """Reads with the ranges of the options; WHERE clauses stay with Spark."""
 
-    def __init__(self, options, decoding=None):
+    def __init__(self, options, decoding=None, projection=None):
         self.opts = parse_read_options(options)
         self.decoding = decoding      # values/: built once on the driver, pickled to tasks
+        self.projection = projection  # a view's columns the user's schema names (schema.py)
         self.predicates: tuple = ()
 
     def partitions(self):
@@ -73,7 +74,8 @@ class SegmentLogReader(DataSourceReader):
         return [SegmentLogInputPartition(g) for g in plan.groups]
 
     def read(self, partition):
-        return scan_partition(partition, self.opts, self.predicates, self.decoding)
+        return scan_partition(partition, self.opts, self.predicates, self.decoding,
+                              self.projection)
 
 
 class SegmentLogPushdownReader(SegmentLogReader):
@@ -132,12 +134,12 @@ class SegmentLogDataSource(DataSource):
     def reader(self, schema):
         opts = self._read_options()
         decoding = resolve_decoding(opts)
-        _check_schema(schema, opts, decoding)
+        projection = _check_schema(schema, opts, decoding)
         _warn_ignored(opts.ignored)
         options = dict(self.options)
         options["pushdown"] = str(opts.pushdown).lower()
         reader = SegmentLogPushdownReader if opts.pushdown else SegmentLogReader
-        return reader(options, decoding)
+        return reader(options, decoding, projection)
 
     def streamReader(self, schema):
         """`spark.readStream.format("segmentlog").load(path)`: spark/stream_reader.py."""
@@ -168,12 +170,22 @@ def _warn_ignored(ignored: tuple[str, ...]) -> None:
         log.warning(warning)
 
 
-def _check_schema(schema, opts, decoding=None) -> None:
+def _check_schema(schema, opts, decoding=None):
     """A schema given with .schema(...) must be the source's own. Spark's Kafka source refuses a
     different one (KafkaSourceProvider.scala:74, "Kafka source has a fixed schema and cannot be
     set with a custom one"; a batch read fails with USER_SPECIFIED_AND_ACTUAL_SCHEMA_MISMATCH,
     DataSource.scala:377-383, and accepts an equal one). PySpark 4.3 runs no source code at
-    load() when a schema is given, so this is the first place that sees it."""
+    load() when a schema is given, so this is the first place that sees it. The metadata views
+    are segmentlog's own: their schema may name any of their columns, and only those are read
+    (the projection returned; None for all of them)."""
+    if opts.view != "records":
+        try:
+            return view_projection(opts.view, schema)
+        except ValueError as err:
+            raise BadOptionError("schema", schema.simpleString(),
+                                 f"{err}; a view's schema may name any of its columns (below)",
+                                 f"the {opts.view} view's columns: "
+                                 f"{simple_string(view=opts.view)}") from None
     wanted = simple_string(opts.include_payload, opts.include_headers, opts.view) \
         if decoding is None \
         else with_decoded(opts.include_payload, opts.include_headers,
