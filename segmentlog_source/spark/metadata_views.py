@@ -85,15 +85,21 @@ _CODECS = np.array([CODEC_NAMES[c] if c < len(CODEC_NAMES) else f"unknown({c})"
                     for c in range(ATTR_CODEC_MASK + 1)])
 
 
-def _checked_ms(ms: np.ndarray, path: str) -> np.ndarray:
-    """Kafka's milliseconds, refused where a Spark timestamp cannot hold them (whether or not
-    the column is read, as the batch-by-batch path refuses them)."""
-    bad = (ms != -1) & ((ms > _MAX_TIMESTAMP_MS) | (ms < _MIN_TIMESTAMP_MS))
-    if bad.any():
+def _check_timestamps(first_ms: np.ndarray, max_ms: np.ndarray, positions: np.ndarray,
+                      path: str) -> None:
+    """Refuse Kafka milliseconds a Spark timestamp cannot hold, whether or not their columns are
+    read, as the batch-by-batch path does: the first such batch, its first timestamp before its
+    max, as that path finds it."""
+    def bad(ms):
+        return (ms != -1) & ((ms > _MAX_TIMESTAMP_MS) | (ms < _MIN_TIMESTAMP_MS))
+    first_bad, max_bad = bad(first_ms), bad(max_ms)
+    rows = np.flatnonzero(first_bad | max_bad)
+    if len(rows):
+        i = rows[0]
+        ms = first_ms[i] if first_bad[i] else max_ms[i]
         raise UnrepresentableValueError(
-            f"{path}: a batch has timestamp {int(ms[bad][0])} ms, beyond what a Spark timestamp "
-            f"holds (microseconds in a long)")
-    return ms
+            f"{path}: the batch at byte {int(positions[i])} has timestamp {int(ms)} ms, beyond "
+            f"what a Spark timestamp holds (microseconds in a long)")
 
 
 def _timestamps(ms: np.ndarray) -> pa.Array:
@@ -193,9 +199,9 @@ class BatchesScan(GroupScan):
             return
         attributes = table[:, H.ATTRIBUTES]
         appended = (attributes & ATTR_TIMESTAMP_TYPE) != 0
-        max_ts = _checked_ms(table[:, H.MAX_TIMESTAMP], task.path)
-        first_ts = _checked_ms(np.where(appended, max_ts, table[:, H.BASE_TIMESTAMP]),
-                               task.path)
+        max_ts = table[:, H.MAX_TIMESTAMP]
+        first_ts = np.where(appended, max_ts, table[:, H.BASE_TIMESTAMP])
+        _check_timestamps(first_ts, max_ts, table[:, H.POSITION], task.path)
         # made only when asked for: a user's schema may name a few of them (schema.py)
         columns = {
             "topic": lambda: _topic_array(task.topic, n),

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, StringType,
-                               StructField, StructType, TimestampType)
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, IntegerType, LongType,
+                               StringType, StructField, StructType, TimestampType)
 
 HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
@@ -23,7 +23,7 @@ _METADATA = [
 ]
 _SPARK_TYPES = {
     "binary": BinaryType(), "string": StringType(), "int": IntegerType(), "bigint": LongType(),
-    "timestamp": TimestampType(),
+    "timestamp": TimestampType(), "boolean": BooleanType(),
     "array<struct<key:string,value:binary>>": ArrayType(StructType([
         StructField("key", StringType(), True), StructField("value", BinaryType(), True)]), True),
 }
@@ -81,13 +81,20 @@ def simple_string(include_payload: bool = True, include_headers: bool = False,
         include_payload, include_headers, view)) + ">"
 
 
+def spark_schema(include_payload: bool = True, include_headers: bool = False,
+                 view: str = "records") -> StructType:
+    """The schema as Spark's types, what `DataSource.schema()` returns: not the DDL, in which
+    `timestamp` means timestamp_ntz when a session sets spark.sql.timestampType=TIMESTAMP_NTZ
+    (Spark's Kafka source's timestamp is a TimestampType whatever the session says)."""
+    return StructType([StructField(name, _SPARK_TYPES[ddl], True)
+                       for name, ddl, _ in _columns(include_payload, include_headers, view)])
+
+
 def with_decoded(include_payload: bool, include_headers: bool, decoded: list[StructField]
                  ) -> StructType:
     """The source's schema followed by the decoded key/value columns of values/ (a StructType:
     their types come from Avro and JSON schemas, and have no DDL of ours)."""
-    base = [StructField(name, _SPARK_TYPES[ddl], True)
-            for name, ddl, _ in _columns(include_payload, include_headers)]
-    return StructType(base + list(decoded))
+    return StructType(spark_schema(include_payload, include_headers).fields + list(decoded))
 
 
 def arrow_schema_of(schema: StructType) -> pa.Schema:
@@ -109,9 +116,12 @@ def view_projection(view: str, given: StructType) -> tuple[tuple[str, str], ...]
             raise ValueError(f"the {view} view has no column {field.name}")
         if name in seen:
             raise ValueError(f"column {field.name} is named twice")
-        if field.dataType.simpleString() != ddl:
+        given_type = field.dataType.simpleString()
+        if given_type != ddl:
+            # (with spark.sql.timestampType=TIMESTAMP_NTZ a DDL's `timestamp` is that)
+            ntz = " (write timestamp_ltz)" if given_type == "timestamp_ntz" else ""
             raise ValueError(f"column {field.name} is {ddl} in the {view} view, not "
-                             f"{field.dataType.simpleString()}")
+                             f"{given_type}{ntz}")
         if not field.nullable:
             raise ValueError(f"column {field.name} may be null: declare it without NOT NULL")
         seen.add(name)

@@ -29,7 +29,7 @@ from ..plan.view_plan import segment_groups
 from .filters import to_predicate
 from .partition_scan import (SegmentLogInputPartition, SegmentsInputPartition, scan_partition,
                              with_hint)
-from .schema import simple_string, spark_ddl, view_projection, with_decoded
+from .schema import simple_string, spark_schema, view_projection, with_decoded
 
 log = logging.getLogger("segmentlog")
 
@@ -129,7 +129,7 @@ class SegmentLogDataSource(DataSource):
         decoding = resolve_decoding(opts)
         if decoding is not None:
             return with_decoded(opts.include_payload, opts.include_headers, decoding.fields())
-        return spark_ddl(opts.include_payload, opts.include_headers, opts.view)
+        return spark_schema(opts.include_payload, opts.include_headers, opts.view)
 
     def reader(self, schema):
         opts = self._read_options()
@@ -195,7 +195,8 @@ def _check_schema(schema, opts, decoding=None):
         raise BadOptionError("schema", given, "segmentlog has a fixed schema and cannot be set "
                              "with a custom one: remove .schema(...)",
                              f"its schema: {wanted} (includeHeaders and includePayload choose "
-                             "the columns)")
+                             "the columns; the batches and segments views take a schema naming "
+                             "some of theirs)")
 
 
 class SegmentLogPushdownDataSource(SegmentLogDataSource):

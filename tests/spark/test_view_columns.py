@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 from segmentlog_source.cli.generate import generate_log
+from segmentlog_source.format.record_encoder import encode_batch
+from segmentlog_source.format.records import Record
+from segmentlog_source.storage.log.partition_log import PartitionLog
 from tests.conftest import read_segmentlog, shared_fixture
 from tests.spark.option_cases import segmentlog_message
 
@@ -104,3 +107,81 @@ def test_the_records_view_keeps_sparks_fixed_schema(spark, logs):
     with pytest.raises(Exception) as err:
         df.collect()
     assert "has a fixed schema" in segmentlog_message(err.value)
+
+
+@pytest.fixture(scope="module")
+def huge_timestamp_log(tmp_path_factory) -> Path:
+    """Three batches of 5 records; the second's third record is stamped 2^62 ms, beyond what
+    a Spark timestamp (microseconds in a long) holds."""
+    path = tmp_path_factory.mktemp("huge-timestamp") / "late-0"
+    with PartitionLog.open_for_append(str(path), topic="late", partition=0) as log:
+        for base in (0, 5, 10):
+            records = [Record(base + i, 1_700_000_000_000 + base + i, b"k", b"v")
+                       for i in range(5)]
+            if base == 5:
+                records[2] = records[2]._replace(timestamp=2 ** 62)
+            log.append_batches(encode_batch(records, base_offset=base))
+    return path.parent
+
+
+def _batch_at_offset(partition_dir: Path, offset: int) -> tuple[Path, int]:
+    """The segment and byte of the batch whose base offset is `offset` (its frames walked)."""
+    for segment in sorted(partition_dir.glob("*.log")):
+        data, pos = segment.read_bytes(), 0
+        while pos + 12 <= len(data):
+            if int.from_bytes(data[pos:pos + 8], "big") == offset:
+                return segment, pos
+            pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+    raise AssertionError(f"no batch at offset {offset} in {partition_dir}")
+
+
+@pytest.mark.parametrize("verify", ["true", "false"])
+@pytest.mark.parametrize("schema", [None, "partition int", "maxTimestamp timestamp"])
+def test_a_timestamp_spark_cannot_hold_fails_whether_or_not_it_is_read(
+        spark, huge_timestamp_log, verify, schema):
+    # (verifyChecksums=false takes the compiled header walk, true the batch-by-batch scan:
+    # the same error, naming the file and the batch's byte)
+    def load(**options):
+        reader = spark.read.format("segmentlog")
+        if schema is not None:
+            reader = reader.schema(schema)
+        reader = reader.option("view", "batches").option("verifyChecksums", verify)
+        for key, value in options.items():
+            reader = reader.option(key, value)
+        return reader.load(str(huge_timestamp_log))
+
+    with pytest.raises(Exception) as err:
+        load().collect()
+    first = segmentlog_message(err.value)
+    segment, position = _batch_at_offset(huge_timestamp_log / "late-0", 5)
+    assert first.startswith(f"{segment}: the batch at byte {position} has timestamp "
+                            f"{2 ** 62} ms"), first
+    # a range that ends before that batch reads the first
+    rows = load(endingOffsets='{"late": {"0": 5}}').collect()
+    assert len(rows) == 1
+    if schema is None:
+        assert (rows[0].baseOffset, rows[0].lastOffset) == (0, 4)
+
+
+def test_a_session_that_reads_timestamp_as_ntz_reads_the_views_as_they_are(spark, logs):
+    # spark.sql.timestampType=TIMESTAMP_NTZ makes a DDL's `timestamp` timestamp_ntz; the views'
+    # (and Spark's Kafka source's) timestamps stay timestamps with a time zone
+    path = logs["generated"]
+    expected = {v: read_segmentlog(spark, path, view=v).collect() for v in ("batches",
+                                                                             "segments")}
+    records = read_segmentlog(spark, path, includePayload="false").count()
+    spark.conf.set("spark.sql.timestampType", "TIMESTAMP_NTZ")
+    try:
+        for view, rows in expected.items():
+            df = read_segmentlog(spark, path, view=view)
+            assert df.schema["maxTimestamp"].dataType.simpleString() == "timestamp"
+            assert df.collect() == rows
+        assert read_segmentlog(spark, path, includePayload="false").count() == records
+        given = _given(spark, path, "batches", "maxTimestamp timestamp_ltz, partition int")
+        assert sorted(given.collect()) == sorted(
+            (r.maxTimestamp, r.partition) for r in expected["batches"])
+        with pytest.raises(Exception) as err:
+            _given(spark, path, "batches", "maxTimestamp timestamp").collect()
+        assert "(write timestamp_ltz)" in segmentlog_message(err.value)
+    finally:
+        spark.conf.unset("spark.sql.timestampType")
