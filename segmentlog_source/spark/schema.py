@@ -102,7 +102,6 @@ def arrow_schema_of(schema: StructType) -> pa.Schema:
     return to_arrow_schema(schema, timezone="UTC")
 
 
-
 def view_projection(view: str, given: StructType) -> tuple[tuple[str, str], ...] | None:
     """The columns of a metadata view a user's `.schema(...)` asks for, as (view column, given
     name) pairs in the given order: PySpark 4.3 prunes no column of a Python source, so a view
