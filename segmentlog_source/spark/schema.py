@@ -73,14 +73,6 @@ def arrow_schema(include_payload: bool = True, include_headers: bool = False,
                                                                         include_headers, view)])
 
 
-def simple_string(include_payload: bool = True, include_headers: bool = False,
-                  view: str = "records") -> str:
-    """The schema as Spark's StructType.simpleString() prints it (to compare a user's schema
-    with, in a planner process, where no JVM can parse DDL)."""
-    return "struct<" + ",".join(f"{name}:{ddl}" for name, ddl, _ in _columns(
-        include_payload, include_headers, view)) + ">"
-
-
 def spark_schema(include_payload: bool = True, include_headers: bool = False,
                  view: str = "records") -> StructType:
     """The schema as Spark's types, what `DataSource.schema()` returns: not the DDL, in which

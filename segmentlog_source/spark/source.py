@@ -29,7 +29,7 @@ from ..plan.view_plan import segment_groups
 from .filters import to_predicate
 from .partition_scan import (SegmentLogInputPartition, SegmentsInputPartition, scan_partition,
                              with_hint)
-from .schema import simple_string, spark_schema, view_projection, with_decoded
+from .schema import spark_schema, view_projection, with_decoded
 
 log = logging.getLogger("segmentlog")
 
@@ -185,11 +185,10 @@ def _check_schema(schema, opts, decoding=None):
             raise BadOptionError("schema", schema.simpleString(),
                                  f"{err}; a view's schema may name any of its columns (below)",
                                  f"the {opts.view} view's columns: "
-                                 f"{simple_string(view=opts.view)}") from None
-    wanted = simple_string(opts.include_payload, opts.include_headers, opts.view) \
-        if decoding is None \
-        else with_decoded(opts.include_payload, opts.include_headers,
-                          decoding.fields()).simpleString()
+                                 f"{spark_schema(view=opts.view).simpleString()}") from None
+    own = spark_schema(opts.include_payload, opts.include_headers) if decoding is None \
+        else with_decoded(opts.include_payload, opts.include_headers, decoding.fields())
+    wanted = own.simpleString()
     given = schema.simpleString() if hasattr(schema, "simpleString") else str(schema)
     if given != wanted:
         raise BadOptionError("schema", given, "segmentlog has a fixed schema and cannot be set "
