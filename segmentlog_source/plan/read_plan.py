@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -20,6 +19,7 @@ import numpy as np
 from ..errors import CorruptDataError, DataLossError, LogNotFoundError
 from ..format.batch import V2_HEADER_SIZE
 from ..storage.commit.commit_log import pending_commit_offsets
+from ..storage.io.in_order import each_in_order
 from ..storage.io.stats import IOStats
 from ..storage.log.log_directory import find_partitions
 from ..storage.log.partition_log import PartitionLog
@@ -390,15 +390,9 @@ def _each_in_order(plan_one, partitions, parallelism: int):
     failure in partition order is the one raised, as if they were planned one by one. The
     first partition is planned alone: a store that refuses every request (access denied, no
     such bucket) fails one request, not one per thread."""
-    if parallelism <= 1 or len(partitions) <= 1:
-        yield from map(plan_one, partitions)
-        return
-    yield plan_one(partitions[0])
-    pool = ThreadPoolExecutor(max_workers=parallelism)
-    try:
-        yield from pool.map(plan_one, partitions[1:])
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    if partitions:
+        yield plan_one(partitions[0])
+        yield from each_in_order(plan_one, partitions[1:], parallelism)
 
 
 def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPlan:

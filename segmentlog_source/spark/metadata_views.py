@@ -32,6 +32,7 @@ from ..format.batch import (ATTR_CODEC_MASK, ATTR_CONTROL, ATTR_TIMESTAMP_TYPE,
 from ..plan.read_plan import ReadGroup
 from ..plan.scan_plan import ScanTask
 from ..plan.view_plan import SegmentRef
+from ..storage.io.in_order import each_in_order
 from ..storage.io.stats import IOStats
 from ..storage.log.batch_facts import first_record, needs_body, record_count
 from ..storage.log.header_table import header_table
@@ -43,6 +44,7 @@ from .schema import projected_schema
 log = logging.getLogger("segmentlog")
 
 ROWS_PER_BATCH = 64 * 1024
+WALKS_AT_ONCE = 2   # header walks of a task's segments under way at once (storage/io/in_order)
 
 
 class _Rows:
@@ -126,13 +128,23 @@ class BatchesScan(GroupScan):
         super().__init__(group, settings)
         self.schema, self.names = _view_schema("batches", settings)
 
+    def _scan_tasks(self, tasks: tuple[ScanTask, ...]) -> Iterator[pa.RecordBatch]:
+        if self.settings.verify_checksums or not self.settings.fail_on_data_loss:
+            yield from super()._scan_tasks(tasks)
+            return
+        # The fast path: the next task's headers are walked while this one's are (a core each).
+        tables = each_in_order(self._header_table, tasks, WALKS_AT_ONCE)
+        try:
+            for task, table in zip(tasks, tables):
+                if table is None:
+                    yield from self._scan_task(task)
+                else:
+                    yield from self._table_batches(task, table)
+        finally:
+            tables.close()
+
     def _scan_task(self, task: ScanTask) -> Iterator[pa.RecordBatch]:
         verify = self.settings.verify_checksums
-        if not verify and self.settings.fail_on_data_loss:
-            table = self._header_table(task)
-            if table is not None:
-                yield from self._table_batches(task, table)
-                return
         rows = _Rows(self.schema, self.names)
         epoch = -1
         for header, entry in self._opened(self._checked_scan(task, headers_only=not verify),

@@ -191,8 +191,7 @@ class GroupScan:
         return self._decoder
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
-        for task in self.group.tasks:
-            yield from self._scan_task(task)
+        yield from self._scan_tasks(self.group.tasks)
         log.info("segmentlog: task read %d bytes in %d requests (%d planned) from %d segment "
                  "range(s) of %s", self.stats.bytes_read, self.stats.read_requests,
                  self.group.nbytes, len(self.group.tasks),
@@ -200,6 +199,10 @@ class GroupScan:
         if self.dropped:
             log.warning("segmentlog: mode DROPMALFORMED dropped %d record(s) whose key or value "
                         "did not decode", self.dropped)
+
+    def _scan_tasks(self, tasks: tuple[ScanTask, ...]) -> Iterator[pa.RecordBatch]:
+        for task in tasks:
+            yield from self._scan_task(task)
 
     def _scan_task(self, task: ScanTask) -> Iterator[pa.RecordBatch]:
         f = self.settings.row_filter
