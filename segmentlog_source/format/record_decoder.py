@@ -17,7 +17,7 @@ from ..errors import BadOptionError, CorruptDataError, SegmentLogError
 from ..format import kernels as K
 from .batch import (ATTR_TIMESTAMP_TYPE, CODEC_NAMES, INT32_MAX, V2_CRC_START, V2_HEADER_SIZE,
                     BatchHeader, parse_header)
-from .codecs import decompress
+from .codecs import OutputBuffer, decompress
 from .kernels import read_only
 from .legacy import decode_legacy_entry
 from .records import (ALL_FIELDS, BinaryColumn, DecodedBatch, HeaderColumns, RecordColumns,
@@ -137,53 +137,64 @@ class ColumnarDecoder:
                         [memoryview(entries[i][1]) for i in skipped])
         kept = np.flatnonzero(~(out_of_range | too_old))
         run: list[int] = []        # consecutive v2 batches to decode with one kernel call
-        areas: list = []           # their record areas, decompressed, when any is compressed
+        # Once any of them is compressed: their record areas, decompressed, back to back in
+        # one buffer (`out`; where each ends: `ends`).
+        out, ends = None, []
         run_bytes = 0
         for i in kept.tolist():
             header, entry = entries[i]
             if header.magic < 2:
                 if run:
-                    part = self._part(entries, meta, run, areas, ranges)
-                    run, areas, run_bytes = [], [], 0
+                    part = self._part(entries, meta, run, out, ends, ranges)
+                    run, out, ends, run_bytes = [], None, [], 0
                     yield part
                     del part
                 yield DecodedPart(self._decode_legacy(header, entry, ranges), i + 1)
                 continue
-            if header.codec or areas:
-                if not areas:   # the run so far was uncompressed: keep its areas as they are
-                    if self.verify_crc and run:   # (checked here: _decode_v2 trusts areas)
+            if header.codec or out is not None:
+                if out is None:   # the run so far was uncompressed: its areas go first
+                    if self.verify_crc and run:   # (checked here: _decode_v2 trusts `out`)
                         _check_crcs([entries[j] for j in run],
                                     [memoryview(entries[j][1]) for j in run])
-                    areas = [memoryview(entries[j][1])[V2_HEADER_SIZE:] for j in run]
+                    out = OutputBuffer((max_bytes or 0) + (2 << 20))
+                    for j in run:
+                        out.append(memoryview(entries[j][1])[V2_HEADER_SIZE:])
+                        ends.append(out.size)
                 view = memoryview(entry)
                 if self.verify_crc:
                     _check_crcs(((header, entry),), (view,))
                 area = view[V2_HEADER_SIZE:]
-                areas.append(self._decompress(header, area) if header.codec else area)
-                run_bytes += len(areas[-1])
+                if header.codec:
+                    self._decompress(header, area, out)
+                else:
+                    out.append(area)
+                ends.append(out.size)
+                run_bytes = out.size
             else:
                 run_bytes += header.size
             run.append(i)
-            if max_bytes is not None and areas and run_bytes >= max_bytes:
-                part = self._part(entries, meta, run, areas, ranges)
-                run, areas, run_bytes = [], [], 0   # (freed before the consumer gets the part)
+            if max_bytes is not None and out is not None and run_bytes >= max_bytes:
+                part = self._part(entries, meta, run, out, ends, ranges)
+                # (the run's buffer is let go before the consumer gets the part)
+                run, out, ends, run_bytes = [], None, [], 0
                 yield part
                 del part
         if run:
-            yield self._part(entries, meta, run, areas, ranges)
+            yield self._part(entries, meta, run, out, ends, ranges)
 
-    def _part(self, entries: list, meta: np.ndarray, run: list[int], areas: list,
+    def _part(self, entries: list, meta: np.ndarray, run: list[int], out, ends: list[int],
               ranges) -> DecodedPart:
-        columns = self._decode_v2([entries[i] for i in run], meta[run], ranges, areas or None)
+        columns = self._decode_v2([entries[i] for i in run], meta[run], ranges,
+                                  None if out is None else (out.view(), ends))
         return DecodedPart(columns, run[-1] + 1)
 
-    def _decompress(self, header: BatchHeader, area):
+    def _decompress(self, header: BatchHeader, area, out: OutputBuffer) -> None:
         if header.codec >= len(CODEC_NAMES):
             raise CorruptDataError(f"unknown compression codec {header.codec} in the batch at "
                                    f"offset {header.base_offset}", None, header.position)
         kwargs = {} if self.max_decompressed is None else {"max_output": self.max_decompressed}
         try:
-            return decompress(header.codec, area, magic=2, **kwargs)
+            decompress(header.codec, area, magic=2, into=out, **kwargs)
         except CorruptDataError as err:
             raise CorruptDataError(
                 f"{header.codec_name} batch at offset {header.base_offset}: {err.reason}",
@@ -199,26 +210,30 @@ class ColumnarDecoder:
         return select_fields(RecordColumns.from_records(kept, header.timestamp_type), self.fields)
 
     def _decode_v2(self, entries: list, meta: np.ndarray, ranges,
-                   areas: list | None = None) -> RecordColumns:
-        """One kernel call over consecutive v2 batches. `areas`: their record areas, already
-        CRC-checked and decompressed (decode_parts does that when any is compressed)."""
+                   decompressed: tuple[np.ndarray, list[int]] | None = None) -> RecordColumns:
+        """One kernel call over consecutive v2 batches. `decompressed`: their record areas,
+        already CRC-checked and decompressed into one buffer, and where each ends (decode_parts
+        makes it when any is compressed)."""
         nb = len(entries)
         compressed = (meta[:, _ATTRS] & 7) != 0
         shared = None
-        if nb and self.verify_crc and areas is None:
+        if nb and self.verify_crc and decompressed is None:
             shared = _shared_buffer(entries, meta)
         if shared is not None:  # record areas read in place: the CRCs checked those very bytes
             buf, starts = shared
             starts += V2_HEADER_SIZE
             ends = starts - V2_HEADER_SIZE + meta[:, _SIZE]
-        else:  # copy the record areas (decompressed where needed) into one buffer
-            if areas is None:
+        else:
+            if decompressed is None:   # copy the record areas into one buffer
                 if self.verify_crc:
                     _check_crcs(entries, [memoryview(e) for _, e in entries])
                 areas = [memoryview(e)[V2_HEADER_SIZE:] for _, e in entries]
+                buf = np.frombuffer(areas[0] if nb == 1 else b"".join(areas), np.uint8)
+                area_ends = np.cumsum([len(a) for a in areas], dtype=np.int64)
+            else:
+                buf, area_ends = decompressed[0], np.array(decompressed[1], np.int64)
             bounds = np.zeros(nb + 1, np.int64)
-            np.cumsum([len(a) for a in areas], out=bounds[1:])
-            buf = np.frombuffer(areas[0] if nb == 1 else b"".join(areas), np.uint8)
+            bounds[1:] = area_ends
             starts, ends = bounds[:-1], bounds[1:]
         cols = meta.T.copy()
         counts = cols[_COUNT]

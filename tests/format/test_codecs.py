@@ -23,7 +23,8 @@ from segmentlog_source.errors import BadOptionError, CorruptDataError
 from segmentlog_source.format import codecs
 from segmentlog_source.format.batch import V2_HEADER_SIZE, iter_headers
 from segmentlog_source.format.codecs import (DEFAULT_MAX_DECOMPRESSED, GZIP, LZ4, NONE, SNAPPY,
-                                             XERIAL_HEADER, ZSTD, compress, decompress)
+                                             XERIAL_HEADER, ZSTD, OutputBuffer, compress,
+                                             decompress)
 from tests.conftest import shared_fixture
 
 CODECS = (NONE, GZIP, SNAPPY, LZ4, ZSTD)
@@ -63,6 +64,20 @@ def old_kafka_lz4():
 def test_round_trip(codec, magic, name):
     data = SAMPLES[name]
     assert decompress(codec, compress(codec, data, magic=magic), magic=magic) == data
+
+
+@pytest.mark.parametrize("codec,magic", CODEC_MAGICS)
+def test_decompressing_into_a_buffer_appends_the_same_bytes(codec, magic):
+    """What the records decoder does: many batches' records back to back in one buffer, which
+    grows as they come (a small one here, so every codec's path grows it)."""
+    out = OutputBuffer(16)
+    expected = b"before"
+    out.append(expected)
+    for name, data in SAMPLES.items():
+        packed = compress(codec, data, magic=magic)
+        assert decompress(codec, packed, magic=magic, into=out) == len(data), name
+        expected += data
+    assert out.view().tobytes() == expected
 
 
 @pytest.mark.parametrize("codec,levels", [(GZIP, [-1, 1, 9]), (LZ4, [1, 9, 12, 17]),
@@ -305,6 +320,25 @@ def test_output_limit_is_exact(codec, magic):
         decompress(codec, packed, max_output=len(data) - 1)
 
 
+@pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD])
+def test_limits_hold_decompressing_into_a_buffer(codec):
+    data = SAMPLES["mixed-300k"]
+    packed = compress(codec, data)
+    out = OutputBuffer()
+    assert decompress(codec, packed, max_output=len(data), into=out) == len(data)
+    with pytest.raises(CorruptDataError, match="decompressed size exceeds"):
+        decompress(codec, packed, max_output=len(data) - 1, into=OutputBuffer())
+    bomb = compress(codec, bytes(64 * MIB))
+    tracemalloc.start()    # (numpy reports its buffers to tracemalloc)
+    try:
+        with pytest.raises(CorruptDataError, match="decompressed size exceeds the limit of 1048"):
+            decompress(codec, bomb, max_output=MIB, into=OutputBuffer())
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * MIB
+
+
 def test_zstd_output_beyond_the_first_guess_is_decoded():
     data = bytes(40 * MIB)  # compresses > 32x, so the first buffer is too small
     assert decompress(ZSTD, compress(ZSTD, data)) == data
@@ -393,11 +427,18 @@ def test_fuzz_mutated_streams(codec, flips, cut):
     for where, mask in flips:
         packed[where % len(packed)] ^= mask
     packed = packed[:len(packed) - cut % 8]
+    into = OutputBuffer(64)
+    try:
+        written = decompress(codec, bytes(packed), max_output=MIB, into=into)
+    except CorruptDataError:
+        written = None
     try:
         out = decompress(codec, bytes(packed), max_output=MIB)
     except CorruptDataError:
+        assert written is None     # the same verdict either way
         return
     assert len(out) <= MIB
+    assert into.view().tobytes() == bytes(out) and written == len(out)
 
 
 def test_fuzz_bodies_after_a_valid_header():

@@ -299,6 +299,33 @@ def test_random_records_round_trip_with_kafka_python(rows, codec, base, gaps):
         assert encode_batch(shifted, base_offset=0, partition_leader_epoch=0) == theirs
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batches=st.lists(st.tuples(st.sampled_from(CODECS), st.integers(1, 40),
+                                  st.integers(0, 3000)), min_size=1, max_size=12),
+       part_bytes=st.integers(1, 60_000), lo=st.integers(0, 300), verify_crc=st.booleans())
+def test_a_chunk_of_mixed_codecs_decodes_in_parts(batches, part_bytes, lo, verify_crc):
+    """A chunk whose batches switch codec, decoded a part at a time as scans do: the records
+    kafka-python reads, each once and in order, whatever the parts' size and the range."""
+    rng = random.Random(len(batches) * part_bytes)
+    entries, want, offset = [], [], 0
+    for codec, count, value_bytes in batches:
+        records = [Record(offset + i, 1700000000000 + offset + i, b"k%d" % (offset + i),
+                          rng.randbytes(rng.randrange(value_bytes + 1)), ())
+                   for i in range(count)]
+        data = encode_batch(records, codec=codec)
+        entries.append((parse_header(data), data))
+        want += kafka_python_records(data)
+        offset += count
+    decoder = ColumnarDecoder(verify_crc=verify_crc)
+    got, done = [], 0
+    for part in decoder.decode_parts(entries, offsets=(lo, 2**62), max_bytes=part_bytes):
+        assert part.entries_done > done
+        done = part.entries_done
+        got += part.columns.to_records()
+    assert done == len(entries) or not any(r.offset >= lo for r in want)
+    assert got == [r for r in want if r.offset >= lo]
+
+
 # ----------------------------------------------------------------------- splitting batches
 
 @pytest.mark.parametrize("codec", [0, 1, 4])
