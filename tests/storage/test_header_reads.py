@@ -16,6 +16,7 @@ from segmentlog_source.format.header_walk import (BAD_LENGTH, NOT_V2, WHOLE, new
                                                   walk_v2_headers)
 from segmentlog_source.storage.io.header_reads import NOT_CACHED
 from segmentlog_source.storage.io.local import LOCAL
+from segmentlog_source.storage.log.header_table import header_table
 from tests.storage.helpers import make_batch
 
 
@@ -116,3 +117,49 @@ def test_a_header_running_past_the_range_is_left_to_the_caller(tmp_path):
     end = starts[3] + V2_HEADER_SIZE - 1
     rows, stop, why = _by_reads(path, 0, end)
     assert (len(rows), stop, why) == (3, starts[3], WHOLE)
+
+
+def _table(path: str, end: int, chunk: int, verify_crc: bool):
+    return header_table(LOCAL, path, 0, end, segment_base=0, after_offset=None,
+                        start_checked=True, ends_segment=True, next_segment_base=None,
+                        indexed_last_offset=None, offset_limit=2**62, chunk_bytes=chunk,
+                        verify_crc=verify_crc)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_crc_checked_table_is_the_headers_table_at_any_chunk_size(tmp_path, seed):
+    """Reading whole batches for their CRCs, in chunks smaller or bigger than a batch (a batch
+    bigger than its chunk is read whole by itself): the rows of the headers-only table."""
+    path, data, starts = _log(tmp_path, seed)
+    expected = _table(path, len(data), 1 << 20, verify_crc=False)
+    assert expected is not None and list(expected[:, 0]) == starts
+    sizes = np.diff(starts + [len(data)])
+    for chunk in (V2_HEADER_SIZE, int(sizes.min()), int(sizes.max()) - 1, int(sizes.max()),
+                  3 * int(sizes.max()) + 7, 1 << 20):
+        np.testing.assert_array_equal(_table(path, len(data), chunk, verify_crc=True), expected)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_changed_byte_the_crc_covers_fails_the_crc_checked_table(tmp_path, seed):
+    """Any byte the CRC covers, changed (in a header or a body): no table, so the checked scan
+    reads the range and names the batch."""
+    path, data, starts = _log(tmp_path, seed)
+    rng = random.Random(seed)
+    for chunk in (V2_HEADER_SIZE, 4096, 1 << 20):
+        i = rng.randrange(len(starts))
+        end = starts[i + 1] if i + 1 < len(starts) else len(data)
+        at = rng.randrange(starts[i] + 21, end)
+        damaged = bytearray(data)
+        damaged[at] ^= 1 << rng.randrange(8)
+        path_d = tmp_path / f"d{seed}-{chunk}.log"
+        path_d.write_bytes(bytes(damaged))
+        assert _table(str(path_d), len(data), chunk, verify_crc=True) is None
+        assert _table(path, len(data), chunk, verify_crc=True) is not None
+
+
+def test_a_batch_running_past_the_range_gives_no_crc_checked_table(tmp_path):
+    path, data, starts = _log(tmp_path, 3)
+    end = starts[-1] + V2_HEADER_SIZE + 1     # inside the last batch
+    for chunk in (V2_HEADER_SIZE, 4096, 1 << 20):
+        assert _table(path, end, chunk, verify_crc=True) is None
+        assert _table(path, end, chunk, verify_crc=False) is None

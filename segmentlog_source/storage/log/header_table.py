@@ -1,5 +1,6 @@
 """A range of a segment's batch headers as one table (format/header_walk.py's rows): the metadata
-views' fast path when no CRC is to be checked and nothing is to be salvaged.
+views' fast path when nothing is to be salvaged. With CRCs to check, every batch is read whole
+(in chunks) and checked; without, only the headers are read.
 
 The table is returned only when the range is what a healthy log looks like, so that every
 check CheckedScan makes holds trivially: magic 2 throughout, offsets contiguous from the batch
@@ -8,16 +9,19 @@ segment's offset span, no batch the cleaner shaped (its first record needs the b
 last batch ending at the range's end, leader epochs never decreasing. Anything else (a gap, a
 legacy entry, a torn tail, a moved offset, a changed file) returns None, and the caller reads
 the range with CheckedScan, which knows what each of those means: an error naming the file and
-byte, the cleaner's gap, a salvage.
+byte, the cleaner's gap, a salvage. So does a CRC mismatch.
 """
 
 from __future__ import annotations
 
+from crc32c import crc32c
 import numpy as np
 
-from ...format.batch import ATTR_DELETE_HORIZON, INT32_MAX, V2_HEADER_SIZE
+from ...format.batch import (ATTR_DELETE_HORIZON, INT32_MAX, V2_CRC_AT, V2_CRC_START,
+                             V2_HEADER_SIZE)
 from ...format.header_walk import (ATTRIBUTES, BASE_OFFSET, LAST_OFFSET_DELTA, LEADER_EPOCH,
-                                   RECORDS_COUNT, WHOLE, new_rows, walk_v2_headers)
+                                   POSITION, RECORDS_COUNT, SIZE, WHOLE, new_rows,
+                                   walk_v2_headers)
 from ..io.header_reads import HEADER_READS, NOT_CACHED
 
 ROWS_PER_WALK = 1 << 16   # header rows one walk of a local file fills (6 MiB) before the next
@@ -27,8 +31,9 @@ def header_table(fs, path: str, start: int, end: int, *, segment_base: int,
                  after_offset: int | None, start_checked: bool, ends_segment: bool,
                  next_segment_base: int | None, indexed_last_offset: int | None,
                  offset_limit: int, chunk_bytes: int, stats=None,
-                 expected_size: int | None = None) -> np.ndarray | None:
-    """The headers of [start, end) of `path`, one row each, or None (see the module doc)."""
+                 expected_size: int | None = None, verify_crc: bool = False) -> np.ndarray | None:
+    """The headers of [start, end) of `path`, one row each, or None (see the module doc).
+    `verify_crc`: every batch is read whole and its CRC checked (None at the first mismatch)."""
     parts = []
     with fs.open_read(path, stats) as f:
         size = f.size()
@@ -36,7 +41,9 @@ def header_table(fs, path: str, start: int, end: int, *, segment_base: int,
             return None
         pos = start
         # a local file: a read per header (where libc has preadv2)
-        by_header = getattr(f, "read_v2_headers", None) if HEADER_READS else None
+        by_header = getattr(f, "read_v2_headers", None) if HEADER_READS and not verify_crc \
+            else None
+        need = 0     # a batch bigger than a chunk: the next read takes it whole
         while pos < end:
             if by_header is not None:
                 rows = new_rows(ROWS_PER_WALK)
@@ -49,12 +56,22 @@ def header_table(fs, path: str, start: int, end: int, *, segment_base: int,
                     pos, by_header = stop, None
                     continue
             else:       # (and an object store: a request per chunk)
-                want = min(max(chunk_bytes, V2_HEADER_SIZE), end - pos)
+                want = min(max(chunk_bytes, V2_HEADER_SIZE, need), end - pos)
                 buf = np.empty(want, np.uint8)
                 if f.read_into(pos, memoryview(buf)) < want:
                     return None
                 rows = new_rows(want // V2_HEADER_SIZE + 1)
                 n, stop, why = walk_v2_headers(buf, pos, pos, end, rows)
+                if verify_crc:
+                    if why != WHOLE:
+                        return None
+                    n, stop, need = _crcs_checked(buf, pos, rows[:n], stop)
+                    if n < 0:
+                        return None
+                    if n == 0:     # the next batch is bigger than the chunk: read it whole
+                        if need <= want or pos + need > end:
+                            return None
+                        continue
             if why != WHOLE or (n == 0 and stop == pos):
                 return None
             parts.append(rows[:n])
@@ -74,6 +91,23 @@ def header_table(fs, path: str, start: int, end: int, *, segment_base: int,
                              next_segment_base if ends_segment else following,
                              indexed_last_offset if ends_segment else None,
                              offset_limit) else None
+
+
+def _crcs_checked(buf: np.ndarray, buf_start: int, rows: np.ndarray,
+                  stop: int) -> tuple[int, int, int]:
+    """Of a chunk's walked rows, those whose batch is wholly in `buf`, each CRC checked: (how
+    many, where the next read starts, the bytes it needs to hold the next batch whole), or
+    (-1, ...) at a CRC mismatch."""
+    ends = rows[:, POSITION] + rows[:, SIZE]
+    whole = int(np.searchsorted(ends, buf_start + len(buf), side="right"))
+    view = memoryview(buf)
+    for at, size in (rows[:whole, POSITION:SIZE + 1] - (buf_start, 0)).tolist():
+        stored = int.from_bytes(view[at + V2_CRC_AT:at + V2_CRC_START], "big")
+        if crc32c(view[at + V2_CRC_START:at + size]) != stored:
+            return -1, 0, 0
+    if whole < len(rows):
+        return whole, int(rows[whole, POSITION]), int(rows[whole, SIZE])
+    return whole, stop, 0
 
 
 def _healthy(table: np.ndarray, start: int, segment_base: int, after_offset: int | None,
