@@ -112,7 +112,8 @@ def decompress(codec: int, data, *, magic: int = 2, max_output: int = DEFAULT_MA
                into: OutputBuffer | None = None) -> bytes | bytearray | memoryview | int:
     """The uncompressed bytes of a `codec` stream, as Kafka's reader for `magic` sees them: a
     bytes-like object, never copied once more (a batch's records can take hundreds of MB).
-    With `into`, they are appended to that buffer instead, and their length is returned.
+    With `into`, they are appended to that buffer instead, and their length is returned; a
+    stream that fails leaves the buffer as it was.
 
     An empty payload is an empty stream for every codec (the cleaner's empty batches keep their
     codec bits but carry no bytes). Raises CorruptDataError for malformed input and for output
@@ -124,21 +125,33 @@ def decompress(codec: int, data, *, magic: int = 2, max_output: int = DEFAULT_MA
     view = memoryview(data).cast("B")
     if len(view) == 0:
         return b"" if into is None else 0
+    start = 0 if into is None else into.size
     try:
-        if codec == NONE:
-            if len(view) > max_output:
-                raise _too_big(name, max_output)
-            out = bytes(view) if into is None else view
-        elif codec == GZIP:
-            out = _gunzip(view, max_output)
-        elif codec == SNAPPY:
-            return _unsnappy(view, max_output, into)
-        elif codec == LZ4:
-            return _unlz4(view, magic, max_output, into)
-        else:
-            return _unzstd(view, max_output, into)
+        return _decompress(codec, view, magic, max_output, into)
     except (cramjam.DecompressionError, zlib.error) as exc:  # callers need one vocabulary
+        if into is not None:
+            into.size = start
         raise CorruptDataError(f"{name}: {exc}") from exc
+    except BaseException:
+        if into is not None:
+            into.size = start    # (lz4 keeps each block as it goes)
+        raise
+
+
+def _decompress(codec: int, view: memoryview, magic: int, max_output: int,
+                into: OutputBuffer | None):
+    if codec == NONE:
+        if len(view) > max_output:
+            raise _too_big("none", max_output)
+        out = bytes(view) if into is None else view
+    elif codec == GZIP:
+        out = _gunzip(view, max_output)
+    elif codec == SNAPPY:
+        return _unsnappy(view, max_output, into)
+    elif codec == LZ4:
+        return _unlz4(view, magic, max_output, into)
+    else:
+        return _unzstd(view, max_output, into)
     if into is None:
         return out
     into.append(out)       # (zlib returns its own bytes: there is no decoding in place)

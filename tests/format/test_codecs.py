@@ -339,6 +339,22 @@ def test_limits_hold_decompressing_into_a_buffer(codec):
     assert peak < 8 * MIB
 
 
+@pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD])
+def test_a_stream_that_fails_leaves_the_buffer_as_it_was(codec):
+    """lz4 keeps each block as it decodes it: a later block that fails (or passes the limit)
+    must not leave the earlier ones in the buffer, where the next batch would follow them."""
+    data = SAMPLES["mixed-300k"]
+    packed = compress(codec, data)
+    out = OutputBuffer(16)
+    out.append(b"kept")
+    for bad, limit in ((packed[:len(packed) * 3 // 4], MIB), (packed, len(data) - 1)):
+        with pytest.raises(CorruptDataError):
+            decompress(codec, bad, max_output=limit, into=out)
+        assert out.view().tobytes() == b"kept"
+    assert decompress(codec, packed, into=out) == len(data)
+    assert out.view().tobytes() == b"kept" + data
+
+
 def test_zstd_output_beyond_the_first_guess_is_decoded():
     data = bytes(40 * MIB)  # compresses > 32x, so the first buffer is too small
     assert decompress(ZSTD, compress(ZSTD, data)) == data
