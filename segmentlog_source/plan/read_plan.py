@@ -392,7 +392,8 @@ def _each_in_order(plan_one, partitions, parallelism: int):
     such bucket) fails one request, not one per thread."""
     if partitions:
         yield plan_one(partitions[0])
-        yield from each_in_order(plan_one, partitions[1:], parallelism)
+        # (a partition's plan is small: room for a few per thread keeps them all busy)
+        yield from each_in_order(plan_one, partitions[1:], parallelism, ahead=4 * parallelism)
 
 
 def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPlan:

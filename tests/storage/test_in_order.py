@@ -77,3 +77,24 @@ def test_items_are_consumed_lazily():
     assert next(results) == 0
     assert len(pulled) <= 2
     results.close()
+
+
+def test_slack_lets_other_threads_pass_a_slow_head():
+    """With `ahead` above `threads`, calls behind a slow one keep starting (in order still)."""
+    release = threading.Event()
+
+    def fn(item: int) -> int:
+        if item == 0:
+            assert release.wait(10)
+        return item
+
+    started = []
+
+    def tracked(item: int) -> int:
+        started.append(item)
+        if len(started) >= 6:
+            release.set()      # only reached if items 1.. ran while item 0 was waiting
+        return fn(item)
+
+    assert list(each_in_order(tracked, range(10), 2, ahead=8)) == list(range(10))
+    assert release.is_set()
