@@ -129,6 +129,14 @@ class BatchesScan(GroupScan):
     def __init__(self, group: ReadGroup, settings: ScanSettings):
         super().__init__(group, settings)
         self.schema, self.names = _view_schema("batches", settings)
+        # Per partition, the last offset read and the highest leader epoch up to it: a task
+        # that goes on where the one before it stopped (the next segment, or the next range of
+        # one) checks its first batch's epoch against them too.
+        self._epochs: dict[tuple[str, int], tuple[int, int]] = {}
+
+    def _epoch_before(self, task: ScanTask, first_offset: int) -> int:
+        last = self._epochs.get((task.topic, task.partition))
+        return last[1] if last is not None and last[0] + 1 == first_offset else -1
 
     def _scan_tasks(self, tasks: tuple[ScanTask, ...]) -> Iterator[pa.RecordBatch]:
         if not self.settings.fail_on_data_loss:    # (salvaging: the checked scan's to do)
@@ -138,29 +146,46 @@ class BatchesScan(GroupScan):
         tables = each_in_order(self._header_table, tasks, WALKS_AT_ONCE)
         try:
             for task, table in zip(tasks, tables):
-                if table is None:
-                    yield from self._scan_task(task)
+                if table is None or not self._epochs_go_on(task, table):
+                    yield from self._scan_task(task)    # (which says what is wrong)
                 else:
                     yield from self._table_batches(task, table)
         finally:
             tables.close()
 
+    def _epochs_go_on(self, task: ScanTask, table: np.ndarray) -> bool:
+        """Whether the table's leader epochs (checked along it by header_table) do not go below
+        those before the task; if so, they are noted for the next task."""
+        if not len(table):
+            return True
+        epochs = table[:, H.LEADER_EPOCH]
+        epochs = epochs[epochs >= 0]
+        before = self._epoch_before(task, int(table[0, H.BASE_OFFSET]))
+        if len(epochs) and epochs[0] < before:
+            return False
+        self._epochs[(task.topic, task.partition)] = (
+            int(table[-1, H.BASE_OFFSET] + table[-1, H.LAST_OFFSET_DELTA]),
+            max(before, int(epochs.max()) if len(epochs) else -1))
+        return True
+
     def _scan_task(self, task: ScanTask) -> Iterator[pa.RecordBatch]:
         verify = self.settings.verify_checksums
         rows = _Rows(self.schema, self.names)
-        epoch = -1
+        epoch, last = None, None
         for header, entry in self._opened(self._checked_scan(task, headers_only=not verify),
                                           task):
             if verify and not header.crc_is_valid(entry):
                 yield from self._skip_or_raise(task, header, entry)
                 continue
+            if epoch is None:
+                epoch = self._epoch_before(task, header.base_offset)
             if 0 <= header.partition_leader_epoch < epoch:
                 # (no CRC covers it; a leader's epoch only grows along a partition's log)
                 yield from self._skip_or_raise(task, header, entry, CorruptDataError(
                     f"partition leader epoch {header.partition_leader_epoch} is below the "
                     f"previous batch's {epoch}", task.path, header.position))
                 continue
-            epoch = max(epoch, header.partition_leader_epoch)
+            epoch, last = max(epoch, header.partition_leader_epoch), header.last_offset
             try:
                 if entry is None and needs_body(header):
                     entry = self._entry(task, header)
@@ -185,6 +210,8 @@ class BatchesScan(GroupScan):
                      isTransactional=header.is_transactional, isControl=header.is_control)
             if len(rows) >= ROWS_PER_BATCH:
                 yield from rows.flush()
+        if last is not None:
+            self._epochs[(task.topic, task.partition)] = (last, epoch)
         yield from rows.flush()
 
     def _header_table(self, task: ScanTask):

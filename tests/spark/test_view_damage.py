@@ -169,6 +169,27 @@ def test_a_leader_epoch_that_goes_down_fails_the_batches_view(healthy, tmp_path)
             view_rows(path, "batches", verifyChecksums=verify)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_a_leader_epoch_that_goes_down_at_a_segment_boundary_fails_the_batches_view(
+        healthy, tmp_path, seed):
+    """The batch after a segment's last one is in the next task: the task that goes on where
+    the one before stopped checks its first epoch against it (here all in one Spark task)."""
+    path = _copy(healthy, tmp_path)
+    batches = _batches(path)
+    last_of_segment = [i for i in range(len(batches) - 1)
+                       if batches[i][0] != batches[i + 1][0]]
+    i = random.Random(seed).choice(last_of_segment)
+    log_path, header = batches[i]
+    _patch(log_path, header.position + 12, struct.pack(">i", 2_000_000))
+    after_path, after = batches[i + 1]
+    for verify in ("true", "false"):
+        with pytest.raises(CorruptDataError, match="leader epoch") as err:
+            view_rows(path, "batches", verifyChecksums=verify,
+                      maxBytesPerPartition=str(1 << 30))
+        assert err.value.path.endswith(after_path.rsplit("/", 1)[1])
+        assert err.value.position == after.position
+
+
 def _linked(case: str, root: Path, topic: str | None = None) -> Path:
     partition_dir = root / f"{topic or case}-0"
     partition_dir.mkdir(parents=True)
