@@ -90,7 +90,7 @@ def header_table(fs, path: str, start: int, end: int, *, segment_base: int,
     return table if _healthy(table, start, segment_base, after_offset, start_checked,
                              next_segment_base if ends_segment else following,
                              indexed_last_offset if ends_segment else None,
-                             offset_limit) else None
+                             offset_limit, next_segment_base) else None
 
 
 def _crcs_checked(buf: np.ndarray, buf_start: int, rows: np.ndarray,
@@ -112,7 +112,7 @@ def _crcs_checked(buf: np.ndarray, buf_start: int, rows: np.ndarray,
 
 def _healthy(table: np.ndarray, start: int, segment_base: int, after_offset: int | None,
              start_checked: bool, next_offset: int | None, indexed_last_offset: int | None,
-             offset_limit: int) -> bool:
+             offset_limit: int, next_segment_base: int | None) -> bool:
     if not len(table):
         return True
     base = table[:, BASE_OFFSET]
@@ -133,6 +133,8 @@ def _healthy(table: np.ndarray, start: int, segment_base: int, after_offset: int
                 and (base[1:] == last[:-1] + 1).all()
                 and last[-1] - segment_base <= INT32_MAX
                 and base[-1] < offset_limit
+                # (a range inside a segment too: its offsets stay below the next segment's)
+                and (next_segment_base is None or last[-1] < next_segment_base)
                 and not (table[:, ATTRIBUTES] & ATTR_DELETE_HORIZON).any()
                 and (table[:, RECORDS_COUNT] == delta + 1).all()
                 and (next_offset is None or next_offset == last[-1] + 1)
