@@ -23,6 +23,7 @@ from segmentlog_source.storage.commit.commit_log import (CommitManifest, Partiti
 from segmentlog_source.storage.commit.staging import batch_job_name, job_dir, stream_job_name
 from segmentlog_source.storage.io import local as io
 from segmentlog_source.storage.log.checkpoints import read_leader_epoch_checkpoint
+from segmentlog_source.storage.log.data_dir import topic_partition_counts
 from segmentlog_source.storage.log.log_config import LogConfig
 from segmentlog_source.storage.log.partition_log import PartitionLog
 from tests.storage.written_logs import (assert_no_verify_errors, assert_valid_log,
@@ -81,6 +82,35 @@ def test_a_new_topic_gets_all_its_partitions_and_keeps_the_count(tmp_path):
                                              "for 2"):
         write(tmp_path, "job-b", {("n", 1): vals("b", 1)}, counts={"n": 2})
     assert values_of(tmp_path / "n-1") == []
+
+
+@pytest.mark.parametrize("made", [0, 1, 2])
+def test_a_writer_killed_while_creating_a_topic_leaves_its_count(tmp_path, monkeypatch, made):
+    """Killed after `made` of a new topic's 3 partitions: the topic already counts 3 (a stream
+    restarted with numPartitions=3 was refused when the lowest came first), and the next commit
+    makes the partitions it needs, with the topic's id."""
+    real, calls = PartitionLog.open_for_append, []
+
+    def dies(path, *args, **kwargs):
+        if len(calls) == made:
+            Path(path).mkdir(parents=True, exist_ok=True)   # (killed just after the mkdir)
+            raise KeyboardInterrupt("killed")
+        calls.append(path)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(PartitionLog, "open_for_append", dies)
+    with pytest.raises(KeyboardInterrupt):
+        write(tmp_path, "job-a", {("n", 0): vals("a", 2)}, counts={"n": 3})
+    monkeypatch.setattr(PartitionLog, "open_for_append", real)
+    # (one empty directory alone is no topic yet: then the next writer creates it whole)
+    assert topic_partition_counts(str(tmp_path)).get("n", 3) == 3
+    write(tmp_path, "job-b", {("n", 0): vals("b", 2), ("n", 1): vals("c", 1)},
+          counts={"n": 3})
+    assert values_of(tmp_path / "n-0") == vals("b", 2)
+    assert values_of(tmp_path / "n-1") == vals("c", 1)
+    ids = {(tmp_path / f"n-{p}" / "partition.metadata").read_text()
+           for p in range(3) if (tmp_path / f"n-{p}" / "partition.metadata").exists()}
+    assert len(ids) <= 1
 
 
 def test_an_interrupted_commit_caps_readers_and_is_finished_by_the_next_writer(tmp_path):

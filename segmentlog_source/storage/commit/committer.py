@@ -191,7 +191,11 @@ def _prepare_topics(log_dir: str, routed: Mapping[str, int], settings: CommitSet
             existing = counts.get(topic)
             if existing is None:
                 topic_id = uuid.uuid4()
-                for p in range(n):
+                # Highest partition first: a topic's count is its highest partition + 1, so a
+                # writer killed part way leaves the count right (a partition still missing is
+                # made, with the topic's id, by the commit that needs it); lowest first left a
+                # topic of 2 partitions where 3 were asked for, which every restart refused.
+                for p in reversed(range(n)):
                     _wait_for(lambda: PartitionLog.open_for_append(
                         partition_dir(log_dir, topic, p, fs), fs, topic=topic, partition=p,
                         config=settings.config_for(log_dir, topic, fs), topic_id=topic_id),
