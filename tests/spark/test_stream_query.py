@@ -84,14 +84,17 @@ def _commits(base: Path) -> int:
 def _run_driver(base: Path, after_s: float, ready=None) -> None:
     """The pipeline's driver in its own process group, SIGKILLed `after_s` after it started
     (or, given `ready`, `after_s` after `ready()` first says so)."""
-    proc = subprocess.Popen([sys.executable, "-m", "tests.spark.stream_pipeline", str(base)],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True, start_new_session=True)
+    said = base / "driver.err"    # (a file: a pipe nobody reads would fill up)
+    with open(said, "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "tests.spark.stream_pipeline", str(base)],
+                                cwd=REPO, stdout=subprocess.PIPE, stderr=err, text=True,
+                                start_new_session=True)
     try:
         assert proc.stdout.readline().strip() == "started"
         deadline = time.monotonic() + 300
         while ready is not None and not ready():
-            assert proc.poll() is None, "the driver died"
+            # why it died is in the last lines of its stderr (Spark logs a lot before them)
+            assert proc.poll() is None, "the driver died: " + said.read_text()[-1500:]
             assert time.monotonic() < deadline, "the driver made no progress in 300 s"
             time.sleep(0.5)
         time.sleep(after_s)
