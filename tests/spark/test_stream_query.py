@@ -47,6 +47,13 @@ class Appender:
         return int(last[1])
 
 
+def _wait_until_reading(query, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while query.status["message"] != "Processing new data" and not query.recentProgress:
+        assert query.exception() is None and time.monotonic() < deadline, query.status
+        time.sleep(0.05)
+
+
 def _finish_and_check(spark, base: Path, end: int) -> None:
     query = sp.start(spark, base, available_now=True)
     query.awaitTermination()
@@ -65,7 +72,10 @@ def test_a_pipeline_stopped_at_random_moments_while_its_input_grows(spark, tmp_p
     progress = []
     for _ in range(15):
         query = sp.start(spark, tmp_path, maxOffsetsPerTrigger=str(rng.choice([2000, 20000])))
-        time.sleep(rng.uniform(1.0, 4.0))
+        # a random moment once it reads: a query's start (its Python workers, importing) takes
+        # 1 to 15 s, with the machine, which a fixed moment would mostly fall in
+        _wait_until_reading(query)
+        time.sleep(rng.uniform(0.0, 3.0))
         query.stop()
         progress.append(sp.check_prefix(sp.written(tmp_path)))
     end = appender.finish()
