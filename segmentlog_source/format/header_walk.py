@@ -11,15 +11,17 @@ the caller's, on the columns.
 
 from __future__ import annotations
 
+from crc32c import crc32c
 from numba import njit
 import numpy as np
 
-from .batch import DEFAULT_MAX_BATCH_BYTES, LOG_OVERHEAD, MIN_V2_BATCH_LENGTH, V2_HEADER_SIZE
+from .batch import (DEFAULT_MAX_BATCH_BYTES, LOG_OVERHEAD, MIN_V2_BATCH_LENGTH, V2_CRC_START,
+                    V2_HEADER_SIZE)
 
 # Columns of the rows `walk_v2_headers` fills.
 (POSITION, SIZE, BASE_OFFSET, LAST_OFFSET_DELTA, LEADER_EPOCH, ATTRIBUTES, BASE_TIMESTAMP,
- MAX_TIMESTAMP, PRODUCER_ID, PRODUCER_EPOCH, BASE_SEQUENCE, RECORDS_COUNT) = range(12)
-FIELDS = 12
+ MAX_TIMESTAMP, PRODUCER_ID, PRODUCER_EPOCH, BASE_SEQUENCE, RECORDS_COUNT, CRC) = range(13)
+FIELDS = 13
 
 # Why a walk stopped.
 WHOLE = 0         # at `end`, or at an entry whose header runs past the buffer
@@ -58,6 +60,7 @@ def read_v2_header(buf, p, pos, row, max_batch_bytes):
     row[PRODUCER_EPOCH] = _int(buf, p + 51, 2)
     row[BASE_SEQUENCE] = _int(buf, p + 53, 4)
     row[RECORDS_COUNT] = _int(buf, p + 57, 4)
+    row[CRC] = _int(buf, p + 17, 4) & 0xFFFFFFFF     # (a uint32)
     return WHOLE, length + LOG_OVERHEAD
 
 
@@ -81,3 +84,34 @@ def walk_v2_headers(buf, buf_start, pos, end, rows, max_batch_bytes=DEFAULT_MAX_
 
 def new_rows(n: int) -> np.ndarray:
     return np.empty((n, FIELDS), np.int64)
+
+
+def batch_header_columns(rows: np.ndarray) -> np.ndarray:
+    """The rows as BatchHeader's fields, one column each in its order (a magic-2 BatchHeader
+    is `BatchHeader._make` of a row): what the record decoder takes."""
+    out = np.empty((len(rows), 14), np.int64)
+    out[:, 0] = rows[:, POSITION]
+    out[:, 1] = rows[:, SIZE]
+    out[:, 2] = 2
+    out[:, 3] = rows[:, BASE_OFFSET]
+    out[:, 4] = rows[:, BASE_OFFSET] + rows[:, LAST_OFFSET_DELTA]
+    out[:, 5] = rows[:, CRC]
+    out[:, 6] = rows[:, ATTRIBUTES] & 0xFFFF
+    out[:, 7:13] = rows[:, [LEADER_EPOCH, BASE_TIMESTAMP, MAX_TIMESTAMP, PRODUCER_ID,
+                            PRODUCER_EPOCH, BASE_SEQUENCE]]
+    out[:, 13] = rows[:, RECORDS_COUNT]
+    return out
+
+
+def first_crc_mismatch(buf, buf_start: int, rows: np.ndarray) -> int:
+    """The index of the first of `rows` whose stored CRC-32C is not that of its bytes in `buf`
+    (buf[0] at file position `buf_start`; each batch wholly in it), or -1 when all match."""
+    view = memoryview(buf)
+    starts = (rows[:, POSITION] - buf_start).tolist()
+    # (a loop of one crc32c call per batch: numpy's per-call overhead would be a third of a
+    # 16 KiB batch's CRC)
+    for i, (at, size, stored) in enumerate(zip(starts, rows[:, SIZE].tolist(),
+                                               rows[:, CRC].tolist())):
+        if crc32c(view[at + V2_CRC_START:at + size]) != stored:
+            return i
+    return -1

@@ -18,6 +18,7 @@ from ..format import kernels as K
 from .batch import (ATTR_TIMESTAMP_TYPE, CODEC_NAMES, INT32_MAX, V2_CRC_START, V2_HEADER_SIZE,
                     BatchHeader, parse_header)
 from .codecs import OutputBuffer, decompress
+from .header_walk import batch_header_columns, first_crc_mismatch
 from .kernels import read_only
 from .legacy import decode_legacy_entry
 from .records import (ALL_FIELDS, BinaryColumn, DecodedBatch, HeaderColumns, RecordColumns,
@@ -182,6 +183,29 @@ class ColumnarDecoder:
         if run:
             yield self._part(entries, meta, run, out, ends, ranges)
 
+    def decode_walked(self, buf: np.ndarray, buf_start: int, rows: np.ndarray, *,
+                      offsets: tuple[int, int] | None = None,
+                      timestamps: tuple[int, int] | None = None) -> RecordColumns:
+        """The records of uncompressed magic-2 batches lying whole in `buf` (buf[0] is file
+        position `buf_start`), given as header_walk rows: filtered, checked and decoded as
+        `decode_parts` does, but in one kernel call with no Python per batch besides its CRC
+        (storage/log/walked_scan.py's chunks)."""
+        ranges = (*(offsets or _FULL_RANGE), *(timestamps or _FULL_RANGE))
+        meta = batch_header_columns(rows)
+        if (meta[:, _ATTRS] & 7).any():
+            raise ValueError("decode_walked takes uncompressed batches")
+        if self.verify_crc:
+            bad = first_crc_mismatch(buf, buf_start, rows)
+            if bad >= 0:     # (_check_crcs says it as decode_parts would)
+                header = _header(meta, bad)
+                at = header.position - buf_start
+                _check_crcs([(header, None)], [memoryview(buf)[at:at + header.size]])
+        out_of_range = (meta[:, _LAST] < ranges[0]) | (meta[:, _BASE] >= ranges[1])
+        meta = meta[~(out_of_range | (meta[:, _MAX_TS] < ranges[2]))]
+        starts = meta[:, _POS] - buf_start + V2_HEADER_SIZE
+        ends = starts - V2_HEADER_SIZE + meta[:, _SIZE]
+        return self._decode_areas(buf, starts, ends, meta, ranges)
+
     def _part(self, entries: list, meta: np.ndarray, run: list[int], out, ends: list[int],
               ranges) -> DecodedPart:
         columns = self._decode_v2([entries[i] for i in run], meta[run], ranges,
@@ -215,7 +239,6 @@ class ColumnarDecoder:
         already CRC-checked and decompressed into one buffer, and where each ends (decode_parts
         makes it when any is compressed)."""
         nb = len(entries)
-        compressed = (meta[:, _ATTRS] & 7) != 0
         shared = None
         if nb and self.verify_crc and decompressed is None:
             shared = _shared_buffer(entries, meta)
@@ -235,10 +258,18 @@ class ColumnarDecoder:
             bounds = np.zeros(nb + 1, np.int64)
             bounds[1:] = area_ends
             starts, ends = bounds[:-1], bounds[1:]
+        return self._decode_areas(buf, starts, ends, meta, ranges)
+
+    def _decode_areas(self, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                      meta: np.ndarray, ranges) -> RecordColumns:
+        """One kernel call over record areas buf[starts[b]:ends[b]] (trusted: CRC-checked, or
+        decompressed from CRC-checked bytes, when CRCs are checked) of the batches `meta`."""
+        compressed = (meta[:, _ATTRS] & 7) != 0
+        nb = len(meta)
         cols = meta.T.copy()
         counts = cols[_COUNT]
         for i in np.flatnonzero(counts > (ends - starts) // K.MIN_RECORD_SIZE)[:1].tolist():
-            header = entries[i][0]
+            header = _header(meta, i)
             raise CorruptDataError(
                 f"records count {header.records_count} cannot fit in the {ends[i] - starts[i]} "
                 f"bytes of records of the batch at offset {header.base_offset}", None,
@@ -256,7 +287,7 @@ class ColumnarDecoder:
                           out_offset, out_ts, out_batch, key_pos, key_len, value_pos, value_len,
                           header_pos, header_count, state)
         if code != K.OK:
-            raise _kernel_error([h for h, _ in entries], compressed, state)
+            raise _kernel_error(meta, compressed, state)
         rows = int(state[K.ROWS])
         for total in (K.KEY_BYTES, K.VALUE_BYTES, K.HKEY_BYTES, K.HVALUE_BYTES, K.HEADERS):
             if state[total] > INT32_MAX:
@@ -351,11 +382,16 @@ def _binary(lengths: np.ndarray, offsets: np.ndarray, data: np.ndarray,
     return BinaryColumn(None if valid.all() else valid, offsets, data)
 
 
-def _kernel_error(headers: list[BatchHeader], compressed: np.ndarray,
+def _header(meta: np.ndarray, i: int) -> BatchHeader:
+    """Row `i` of the header columns, as the BatchHeader it came from (for messages)."""
+    return BatchHeader._make(meta[i].tolist())
+
+
+def _kernel_error(meta: np.ndarray, compressed: np.ndarray,
                   state: np.ndarray) -> CorruptDataError:
     code, b, record, pos, value = (int(state[i]) for i in (
         K.ERR_CODE, K.ERR_BATCH, K.ERR_RECORD, K.ERR_POS, K.ERR_VALUE))
-    header = headers[b]
+    header = _header(meta, b)
     where = (f"byte {pos} of the decompressed records" if compressed[b]
              else f"byte {V2_HEADER_SIZE + pos} of the batch")
     reason = ERROR_REASONS.get(code, f"error {code}").format(value=value)

@@ -20,7 +20,8 @@ import pyarrow as pa
 from ..errors import (CorruptDataError, DataLossError, LogNotFoundError,
                       UnrepresentableValueError)
 from ..format.arrow import to_arrow
-from ..format.batch import V2_HEADER_SIZE
+from ..format.batch import ATTR_CODEC_MASK, ATTR_CONTROL, V2_HEADER_SIZE
+from ..format.header_walk import ATTRIBUTES
 from ..format.record_decoder import ColumnarDecoder
 from ..plan.predicates import RowFilter
 from ..plan.read_plan import AbortedRange, ReadGroup
@@ -29,6 +30,7 @@ from ..storage.io.filesystem import filesystem_for
 from ..storage.io.stats import IOStats
 from ..storage.io.store_config import DEFAULT_CONFIG, StoreConfig
 from ..storage.log.checked_scan import CheckedScan
+from ..storage.log.walked_scan import Resume, WalkedScan
 from ..storage.txn.producer_state_manager import checked_end_txn_marker
 from ..values.record_decoding import RecordDecoding
 from .schema import arrow_schema, arrow_schema_of, with_decoded
@@ -213,9 +215,69 @@ class GroupScan:
                          if task.compacted else -1)
         tracker = (_AbortTracker(aborted, task.path, cleaned_below)
                    if self.settings.read_committed else None)
+        resume = None
+        walked = self._walked_scan(task, tracker)
+        if walked is not None:
+            resume = yield from self._scan_walked(task, walked, lo, hi)
+            if resume is None:
+                return
+        scan = self._opened(self._checked_scan(task, resume=resume), task)
+        yield from self._scan_entries(task, scan, lo, hi, tracker)
+        if tracker is not None:
+            try:
+                tracker.finish()
+            except CorruptDataError as err:
+                if self.settings.fail_on_data_loss:
+                    raise
+                log.warning("segmentlog: %s (failOnDataLoss=false)", err)
+
+    def _walked_scan(self, task: ScanTask, tracker) -> WalkedScan | None:
+        """The task's range read the fast way while it looks healthy (walked_scan.py), or None
+        where a batch at a time is needed throughout: salvaging, or read_committed (the abort
+        tracker sees every batch)."""
+        if not self.settings.fail_on_data_loss or tracker is not None:
+            return None
+        fs, path = task_files(task.path, task.opener, self.settings.store)
+        return WalkedScan(fs, path, task.start, task.end, segment_base=task.segment_base,
+                          after_offset=task.after_offset, start_checked=task.start_checked,
+                          ends_segment=task.ends_segment,
+                          next_segment_base=task.next_segment_base,
+                          indexed_last_offset=task.indexed_last_offset,
+                          offset_limit=task.offset_hi, chunk_bytes=fs.read_ahead_bytes,
+                          stats=self.stats,
+                          expected_size=task.file_size if fs.immutable_objects else None)
+
+    def _scan_walked(self, task: ScanTask, walked: WalkedScan, lo: int, hi: int):
+        """The walked chunks' rows; returns where the checked scan takes over (None: nowhere).
+        A chunk of uncompressed data batches is decoded in one call; one holding compressed or
+        control batches goes batch by batch (decompressing, dropping markers). A chunk that
+        fails to decode is left to the checked scan, whose error is the one to give."""
+        f = self.settings.row_filter
+        ranges = dict(offsets=(lo, hi), timestamps=(f.timestamp_lo_ms, f.timestamp_hi_ms))
+        chunks = iter(walked)
+        try:
+            for chunk in chunks:
+                if (chunk.rows[:, ATTRIBUTES] & (ATTR_CODEC_MASK | ATTR_CONTROL)).any():
+                    yield from self._scan_entries(task, chunk.entries(), lo, hi, None)
+                    continue
+                try:
+                    columns = self.decoder.decode_walked(chunk.buf, chunk.start, chunk.rows,
+                                                         **ranges)
+                except CorruptDataError:
+                    return chunk.resume
+                yield from self._to_batches(task, columns)
+                del columns
+        finally:
+            chunks.close()     # (its file, before the checked scan opens it again)
+        return walked.resume
+
+    def _scan_entries(self, task: ScanTask, entries, lo: int, hi: int,
+                      tracker: _AbortTracker | None) -> Iterator[pa.RecordBatch]:
+        """The rows of (header, entry) pairs checked against their neighbours, batch by batch:
+        control batches dropped (their marker checked), aborted ones with read_committed."""
         verify = self.settings.verify_checksums
         pending, pending_bytes = [], 0
-        for header, entry in self._opened(self._checked_scan(task), task):
+        for header, entry in entries:
             if header.last_offset < lo:
                 continue
             if header.is_control:   # its flags and marker are used unread by the decoder:
@@ -246,24 +308,21 @@ class GroupScan:
             pending.append((header, entry))
             pending_bytes += header.size
         yield from self._emit(task, pending, lo, hi)
-        if tracker is not None:
-            try:
-                tracker.finish()
-            except CorruptDataError as err:
-                if self.settings.fail_on_data_loss:
-                    raise
-                log.warning("segmentlog: %s (failOnDataLoss=false)", err)
 
-    def _checked_scan(self, task: ScanTask, *, headers_only: bool = False) -> CheckedScan:
+    def _checked_scan(self, task: ScanTask, *, headers_only: bool = False,
+                      resume: Resume | None = None) -> CheckedScan:
         """The task's byte range, each batch checked against its neighbours (`headers_only`:
-        batch bodies are not read, except legacy compressed wrappers')."""
+        batch bodies are not read, except legacy compressed wrappers'; `resume`: from where a
+        walked scan stopped)."""
         fs, path = task_files(task.path, task.opener, self.settings.store)
         # Reading only headers, a local read takes one header at a time (a 16 KiB batch costs
         # 61 bytes); an object store's requests cost more than its bytes, so it reads ahead.
         chunk = V2_HEADER_SIZE if headers_only and not fs.immutable_objects \
             else fs.read_ahead_bytes
-        return CheckedScan(fs, path, task.start, task.end, segment_base=task.segment_base,
-                           after_offset=task.after_offset, start_checked=task.start_checked,
+        at = resume or Resume(task.start, task.after_offset, task.start_checked, None)
+        return CheckedScan(fs, path, at.position, task.end, segment_base=task.segment_base,
+                           after_offset=at.after_offset, start_checked=at.start_checked,
+                           prefetched=at.prefetched,
                            ends_segment=task.ends_segment, next_segment_base=task.next_segment_base,
                            next_segment_path=task.next_segment_path,
                            compacted=task.compacted, dirty_from=task.dirty_from,

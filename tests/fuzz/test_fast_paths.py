@@ -30,7 +30,7 @@ from tests.fuzz.test_mutation_fuzz import draw_specs
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("fuzz")]
 
-BUDGET = 600
+BUDGET = 400
 SMALL_CHUNK = 700     # bytes: a few of the originals' batches
 # with CRCs and without; as planned (a Spark task's segments walked two at a time, each going on
 # where the one before stopped), cut into ranges inside segments, and in small chunks

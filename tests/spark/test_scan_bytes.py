@@ -4,6 +4,7 @@ segment: counted in the reader (the executor side, without a SparkSession)."""
 from __future__ import annotations
 
 from pathlib import Path
+import shutil
 
 from hypothesis import given, settings, strategies as st
 import pyarrow as pa
@@ -15,7 +16,9 @@ from segmentlog_source.plan.options import parse_read_options
 from segmentlog_source.plan.predicates import Predicate, fold
 from segmentlog_source.plan.read_plan import plan_read
 from segmentlog_source.spark.reader import GroupScan, ScanSettings
+from segmentlog_source.storage.io.local import LocalFileSystem
 from segmentlog_source.storage.log.partition_log import PartitionLog
+from tests.conftest import shared_dir
 
 INTERVAL = 4096
 START = 1_700_000_000_000
@@ -117,3 +120,39 @@ def test_metadata_only_batches_match_the_spark_schema(log):
                                       ("offset", pa.int64()),
                                       ("timestamp", pa.timestamp("us", tz="UTC")),
                                       ("timestampType", pa.int32())])
+
+
+CLIENT_LOGS = sorted(p.name for p in (shared_dir() / "fixtures" / "kafka-clients").iterdir()
+                     if p.is_dir() and list(p.glob("*.log")))
+
+
+@pytest.mark.parametrize("chunk", [None, 700])
+@pytest.mark.parametrize("name", CLIENT_LOGS)
+def test_a_whole_log_is_read_once_whichever_path_reads_it(name, chunk, tmp_path, monkeypatch):
+    """The walked chunks hand what does not look healthy (a legacy entry, a gap, a compressed
+    wrapper) to the checked scan with the bytes already read: every byte is read once, and the
+    rows are the checked scan's alone."""
+    if chunk:
+        monkeypatch.setattr(LocalFileSystem, "read_ahead_bytes", chunk)
+    part = tmp_path / "t-0"
+    part.mkdir()
+    for log_file in (shared_dir() / "fixtures" / "kafka-clients" / name).glob("*.log"):
+        shutil.copy(log_file, part / log_file.name)
+    size = sum(f.stat().st_size for f in part.glob("*.log"))
+    checked = []
+    monkeypatch.setattr(GroupScan, "_checked_scan", _counted(GroupScan._checked_scan, checked))
+    offsets, read, _ = scan(tmp_path, {})
+    assert read == size
+    # the walk takes every healthy range of uncompressed batches: only damage or legacy
+    # entries, gaps, compaction and transaction markers go to the checked scan
+    if name in ("v2-none", "v2-headers", "v2-log-append-time", "v2-large-base-offset"):
+        assert not checked, name
+    monkeypatch.setattr(GroupScan, "_walked_scan", lambda *args: None)
+    assert scan(tmp_path, {})[:2] == (offsets, read)
+
+
+def _counted(method, calls: list):
+    def counted(self, *args, **kwargs):
+        calls.append(args)
+        return method(self, *args, **kwargs)
+    return counted

@@ -74,7 +74,7 @@ class CheckedScan:
                  offset_limit: int | None = None, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                  max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES, stats=None,
                  expected_size: int | None = None, bodies: bool = True,
-                 next_segment_path: str | None = None):
+                 next_segment_path: str | None = None, prefetched=None):
         if verify_crc and not bodies:
             raise ValueError("verifying CRCs needs the batch bodies")
         self.fs, self.path, self.start, self.end = fs, path, start, end
@@ -90,6 +90,7 @@ class CheckedScan:
                                       next_segment_path=next_segment_path)
         self.skipped: list[Skipped] = []
         self.resynced = False
+        self.prefetched = prefetched    # bytes from `start` on, read already (walked_scan.py)
 
     # -- the scan ----------------------------------------------------------------------------
     def __iter__(self) -> Iterator[tuple[BatchHeader, memoryview]]:
@@ -100,7 +101,9 @@ class CheckedScan:
             scan = EntryScan(self.fs, self.path, position, self.end, chunk_bytes=self.chunk_bytes,
                              max_batch_bytes=self.max_batch_bytes, stats=self.stats,
                              expected_size=self.expected_size, allow_torn_tail=self.salvage,
-                             read_following=not self.ends_segment, bodies=self.bodies)
+                             read_following=not self.ends_segment, bodies=self.bodies,
+                             prefetched=self.prefetched)
+            self.prefetched = None
             try:
                 for header, entry in scan:
                     if entry is None and not header.first_offset_known:

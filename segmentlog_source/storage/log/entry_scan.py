@@ -39,7 +39,8 @@ class EntryScan:
                  chunk_bytes: int = DEFAULT_CHUNK_BYTES, verify_crc: bool = False,
                  allow_torn_tail: bool = False, bodies: bool = True,
                  max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES, stats: IOStats | None = None,
-                 expected_size: int | None = None, read_following: bool = False):
+                 expected_size: int | None = None, read_following: bool = False,
+                 prefetched=None):
         if verify_crc and not bodies:
             raise ValueError("verifying CRCs needs the batch bodies")
         self.fs, self.path, self.start, self.end = fs, path, start, end
@@ -53,6 +54,7 @@ class EntryScan:
         # no whole header there), so a reader can check what follows its range.
         self.read_following = read_following
         self.following: BatchHeader | None = None
+        self.prefetched = prefetched   # bytes of the file from `start` on, read already
 
     def __iter__(self) -> Iterator[tuple[BatchHeader, memoryview | None]]:
         with self.fs.open_read(self.path, self.stats) as f:
@@ -60,6 +62,8 @@ class EntryScan:
             self._check_size(file_size)
             end = file_size if self.end is None else min(self.end, file_size)
             buf, buf_start = memoryview(b""), self.start
+            if self.prefetched is not None:
+                buf = memoryview(self.prefetched).toreadonly()[:max(0, end - self.start)]
 
             def fill(pos: int, want: int) -> None:
                 # Make buf cover [pos, pos + want), reading at least a chunk when it must read.

@@ -14,14 +14,13 @@ byte, the cleaner's gap, a salvage. So does a CRC mismatch.
 
 from __future__ import annotations
 
-from crc32c import crc32c
 import numpy as np
 
-from ...format.batch import (ATTR_DELETE_HORIZON, INT32_MAX, V2_CRC_AT, V2_CRC_START,
-                             V2_HEADER_SIZE)
+from ...errors import CorruptDataError
+from ...format.batch import ATTR_DELETE_HORIZON, INT32_MAX, V2_HEADER_SIZE, header_at
 from ...format.header_walk import (ATTRIBUTES, BASE_OFFSET, LAST_OFFSET_DELTA, LEADER_EPOCH,
-                                   POSITION, RECORDS_COUNT, SIZE, WHOLE, new_rows,
-                                   walk_v2_headers)
+                                   POSITION, RECORDS_COUNT, SIZE, WHOLE, first_crc_mismatch,
+                                   new_rows, walk_v2_headers)
 from ..io.header_reads import HEADER_READS, NOT_CACHED
 
 ROWS_PER_WALK = 1 << 16   # header rows one walk of a local file fills (6 MiB) before the next
@@ -80,14 +79,13 @@ def header_table(fs, path: str, start: int, end: int, *, segment_base: int,
             return None   # (cut short under the walk: what it read may be a batch's old bytes)
         following = None
         if not ends_segment:
-            head = f.read_at(end, V2_HEADER_SIZE)
-            if len(head) < V2_HEADER_SIZE or head[16] != 2:
+            known, following = following_base(f, end, next_segment_base)
+            if not known:
                 return None
-            following = int.from_bytes(head[:8], "big", signed=True)
     if pos != end:
         return None
     table = np.concatenate(parts) if parts else new_rows(0)
-    return table if _healthy(table, start, segment_base, after_offset, start_checked,
+    return table if looks_healthy(table, start, segment_base, after_offset, start_checked,
                              next_segment_base if ends_segment else following,
                              indexed_last_offset if ends_segment else None,
                              offset_limit, next_segment_base) else None
@@ -100,19 +98,36 @@ def _crcs_checked(buf: np.ndarray, buf_start: int, rows: np.ndarray,
     (-1, ...) at a CRC mismatch."""
     ends = rows[:, POSITION] + rows[:, SIZE]
     whole = int(np.searchsorted(ends, buf_start + len(buf), side="right"))
-    view = memoryview(buf)
-    for at, size in (rows[:whole, POSITION:SIZE + 1] - (buf_start, 0)).tolist():
-        stored = int.from_bytes(view[at + V2_CRC_AT:at + V2_CRC_START], "big")
-        if crc32c(view[at + V2_CRC_START:at + size]) != stored:
-            return -1, 0, 0
+    if first_crc_mismatch(buf, buf_start, rows[:whole]) >= 0:
+        return -1, 0, 0
     if whole < len(rows):
         return whole, int(rows[whole, POSITION]), int(rows[whole, SIZE])
     return whole, stop, 0
 
 
-def _healthy(table: np.ndarray, start: int, segment_base: int, after_offset: int | None,
-             start_checked: bool, next_offset: int | None, indexed_last_offset: int | None,
-             offset_limit: int, next_segment_base: int | None) -> bool:
+def following_base(f, end: int, next_segment_base: int | None) -> tuple[bool, int | None]:
+    """The base offset of the batch at `end` of the open file `f`, which a range's last batch
+    must reach: (True, it), (True, None) when `end` is the end of the file (nothing to check,
+    as CheckedScan), or (False, None) when it is no batch whose header a healthy log has (a
+    legacy entry, offsets past the next segment's base): CheckedScan is to judge it."""
+    if end >= f.size():
+        return True, None
+    try:
+        header = header_at(f.read_at(end, V2_HEADER_SIZE), 0, base_position=end)
+    except CorruptDataError:     # (too short, or offsets out of bounds)
+        return False, None
+    if header.magic != 2 or (next_segment_base is not None
+                             and header.last_offset >= next_segment_base):
+        return False, None
+    return True, header.base_offset
+
+
+def looks_healthy(table: np.ndarray, start: int, segment_base: int, after_offset: int | None,
+                  start_checked: bool, next_offset: int | None, indexed_last_offset: int | None,
+                  offset_limit: int, next_segment_base: int | None) -> bool:
+    """Whether `table`, the batches of [start, ...) of a segment, holds every check CheckedScan
+    makes: `after_offset` is the last offset before it (None: the range's own start, with
+    `start_checked`), `next_offset` the first offset after it (None: unknown)."""
     if not len(table):
         return True
     base = table[:, BASE_OFFSET]
