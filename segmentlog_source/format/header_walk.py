@@ -15,8 +15,8 @@ from crc32c import crc32c
 from numba import njit
 import numpy as np
 
-from .batch import (DEFAULT_MAX_BATCH_BYTES, LOG_OVERHEAD, MIN_V2_BATCH_LENGTH, V2_CRC_START,
-                    V2_HEADER_SIZE)
+from .batch import (ATTR_DELETE_HORIZON, DEFAULT_MAX_BATCH_BYTES, LOG_OVERHEAD,
+                    MIN_V2_BATCH_LENGTH, V2_CRC_START, V2_HEADER_SIZE)
 
 # Columns of the rows `walk_v2_headers` fills.
 (POSITION, SIZE, BASE_OFFSET, LAST_OFFSET_DELTA, LEADER_EPOCH, ATTRIBUTES, BASE_TIMESTAMP,
@@ -80,6 +80,28 @@ def walk_v2_headers(buf, buf_start, pos, end, rows, max_batch_bytes=DEFAULT_MAX_
         pos += size
         n += 1
     return n, pos, WHOLE
+
+
+@njit(cache=True, nogil=True)
+def rows_run_on(rows):
+    """Whether the rows' batches are what a healthy log holds back to back: each starting right
+    after the one before, as many records as offsets (none removed by the cleaner), no delete
+    horizon, leader epochs (where set) never decreasing. (On columns with numpy this took
+    ~60 us per walked chunk, a tenth of the chunk's CRCs.)"""
+    epoch = -1
+    for i in range(rows.shape[0]):
+        delta = rows[i, LAST_OFFSET_DELTA]
+        if delta < 0 or rows[i, RECORDS_COUNT] != delta + 1 \
+                or rows[i, ATTRIBUTES] & ATTR_DELETE_HORIZON:
+            return False
+        if i and rows[i, BASE_OFFSET] != (rows[i - 1, BASE_OFFSET]
+                                          + rows[i - 1, LAST_OFFSET_DELTA] + 1):
+            return False
+        if rows[i, LEADER_EPOCH] >= 0:
+            if rows[i, LEADER_EPOCH] < epoch:
+                return False
+            epoch = rows[i, LEADER_EPOCH]
+    return True
 
 
 def new_rows(n: int) -> np.ndarray:

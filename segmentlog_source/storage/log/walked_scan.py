@@ -1,6 +1,6 @@
 """A range of a segment read for its records the fast way, while it looks healthy: each chunk's
 headers walked in compiled code (format/header_walk.py) and its batches checked against their
-neighbours on columns (header_table.looks_healthy), where CheckedScan parses and checks one
+neighbours on columns (`looks_healthy`), where CheckedScan parses and checks one
 batch at a time in Python (~10 us a batch, as much as decoding its 100 records).
 
 It only ever says yes: a batch is handed out when it and the batch after it look as a healthy
@@ -19,12 +19,13 @@ from typing import Iterator, NamedTuple
 
 import numpy as np
 
-from ...errors import LogNotFoundError
-from ...format.batch import (DEFAULT_MAX_BATCH_BYTES, LOG_OVERHEAD, MIN_ENTRY_PREFIX,
-                             MIN_V2_BATCH_LENGTH, V2_HEADER_SIZE, BatchHeader)
+from ...errors import CorruptDataError, LogNotFoundError
+from ...format.batch import (DEFAULT_MAX_BATCH_BYTES, INT32_MAX, LOG_OVERHEAD,
+                             MIN_ENTRY_PREFIX, MIN_V2_BATCH_LENGTH, V2_HEADER_SIZE, BatchHeader,
+                             header_at)
 from ...format.header_walk import (BASE_OFFSET, LAST_OFFSET_DELTA, POSITION, SIZE, WHOLE,
-                                   batch_header_columns, new_rows, walk_v2_headers)
-from .header_table import following_base, looks_healthy
+                                   batch_header_columns, new_rows, rows_run_on,
+                                   walk_v2_headers)
 
 
 class Resume(NamedTuple):
@@ -165,3 +166,47 @@ class WalkedScan:
         if length < MIN_V2_BATCH_LENGTH or length + LOG_OVERHEAD > self.max_batch_bytes:
             return -1
         return length + LOG_OVERHEAD
+
+
+def following_base(f, end: int, next_segment_base: int | None) -> tuple[bool, int | None]:
+    """The base offset of the batch at `end` of the open file `f`, which a range's last batch
+    must reach: (True, it), (True, None) when `end` is the end of the file (nothing to check,
+    as CheckedScan), or (False, None) when it is no batch whose header a healthy log has (a
+    legacy entry, offsets past the next segment's base): CheckedScan is to judge it."""
+    if end >= f.size():
+        return True, None
+    try:
+        header = header_at(f.read_at(end, V2_HEADER_SIZE), 0, base_position=end)
+    except CorruptDataError:     # (too short, or offsets out of bounds)
+        return False, None
+    if header.magic != 2 or (next_segment_base is not None
+                             and header.last_offset >= next_segment_base):
+        return False, None
+    return True, header.base_offset
+
+
+def looks_healthy(table: np.ndarray, start: int, segment_base: int, after_offset: int | None,
+                  start_checked: bool, next_offset: int | None, indexed_last_offset: int | None,
+                  offset_limit: int, next_segment_base: int | None) -> bool:
+    """Whether `table`, the batches of [start, ...) of a segment, holds every check CheckedScan
+    makes: `after_offset` is the last offset before it (None: the range's own start, with
+    `start_checked`), `next_offset` the first offset after it (None: unknown)."""
+    if not len(table):
+        return True
+    first = int(table[0, BASE_OFFSET])
+    last = int(table[-1, BASE_OFFSET]) + int(table[-1, LAST_OFFSET_DELTA])
+    if after_offset is not None:
+        if first != after_offset + 1:
+            return False
+    elif start == 0:
+        if first != segment_base:
+            return False
+    elif start_checked:
+        return False
+    return bool(rows_run_on(table)
+                and last - segment_base <= INT32_MAX
+                and table[-1, BASE_OFFSET] < offset_limit
+                # (a range inside a segment too: its offsets stay below the next segment's)
+                and (next_segment_base is None or last < next_segment_base)
+                and (next_offset is None or next_offset == last + 1)
+                and (indexed_last_offset is None or last >= indexed_last_offset))
