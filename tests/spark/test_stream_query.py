@@ -70,12 +70,23 @@ def test_a_pipeline_stopped_at_random_moments_while_its_input_grows(spark, tmp_p
     rng = random.Random(19)
     appender = Appender(tmp_path, seconds=12, seed=3)
     progress = []
-    for _ in range(15):
+    for run in range(15):
         query = sp.start(spark, tmp_path, maxOffsetsPerTrigger=str(rng.choice([2000, 20000])))
-        # a random moment once it reads: a query's start (its Python workers, importing) takes
-        # 1 to 15 s, with the machine, which a fixed moment would mostly fall in
+        # A random moment once it reads: a query's start (its Python workers, importing) takes
+        # 1 to 15 s, with the machine, which a fixed moment would mostly fall in; and every
+        # other run, a moment after one more micro-batch committed (or the query caught up),
+        # however slow the machine.
         _wait_until_reading(query)
-        time.sleep(rng.uniform(0.0, 3.0))
+        if run % 2:
+            before = _commits(tmp_path)
+            deadline = time.monotonic() + 120
+            while _commits(tmp_path) == before and query.isActive \
+                    and query.status["message"] != "Waiting for data to arrive":
+                assert time.monotonic() < deadline, "no micro-batch committed in 120 s"
+                time.sleep(0.05)
+            time.sleep(rng.uniform(0.0, 1.0))
+        else:
+            time.sleep(rng.uniform(0.0, 3.0))
         query.stop()
         progress.append(sp.check_prefix(sp.written(tmp_path)))
     end = appender.finish()
