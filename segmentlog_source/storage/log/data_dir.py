@@ -44,7 +44,9 @@ def _belongs_to_data_dir(fs, log_dir: str, name: str) -> bool:
         return (name in (STATE_DIR, REMOTE_INDEX_CACHE) or name.startswith(METADATA_TOPIC)
                 or parse_partition_dir_name(name) is not None
                 or any(m in name for m in _SKIPPED_DIR_MARKERS))
-    return (name in _BROKER_FILES or name.endswith(("-checkpoint", ".checkpoint"))
+    # (a checkpoint's `.tmp` is what a writer killed while replacing it leaves, as a broker's)
+    return (name in _BROKER_FILES
+            or name.endswith(("-checkpoint", ".checkpoint", "-checkpoint.tmp", ".checkpoint.tmp"))
             or name.startswith("."))
 
 
