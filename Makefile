@@ -4,23 +4,32 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+UV     := $(VENV)/bin/uv
+UV_VERSION := 0.13.9
+ENVS   := $(PY) -m segmentlog_source.devtools.test_envs
 SHARED ?= ../shared
 
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SEGMENTLOG_SHARED := $(abspath $(SHARED))
 
-.PHONY: demo cluster-demo test test-fast bench clean venv kafka-jars
+.PHONY: demo cluster-demo test test-fast test-matrix test-compat lock bench clean venv kafka-jars
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+# The exact versions of every package the tests use are in conf/constraints/main.txt (the
+# package's own dependencies are ranges); uv installs them. `make lock` regenerates the lock files.
+$(STAMP): pyproject.toml conf/constraints/main.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "uv==$(UV_VERSION)"
 	# compat mode puts the repository on sys.path, so Spark's discovery of top-level
 	# pyspark_* modules (pkgutil.iter_modules) sees pyspark_segmentlog
-	$(PY) -m pip install -q -e '.[test,bench]' --config-settings editable_mode=compat
+	$(UV) pip install -q --python $(PY) -c conf/constraints/main.txt \
+	    --config-settings editable_mode=compat -e '.[spark,test,bench]'
 	touch $(STAMP)
+
+lock: $(STAMP)
+	$(PY) -m segmentlog_source.devtools.test_envs lock
 
 demo: $(STAMP)
 	$(PY) -m segmentlog_source.demo
@@ -34,8 +43,20 @@ cluster-demo: $(STAMP)
 kafka-jars: $(STAMP)
 	-$(PY) -m segmentlog_source.devtools.kafka.jars
 
+# The whole suite on the main pair (Python 3.11, PySpark 4.3), then the compatibility subset
+# (tests/compat, tests/install) on the oldest and the newest supported pairs.
 test: $(STAMP) kafka-jars
 	$(PY) -m pytest -n 2 --dist loadgroup -q
+	$(MAKE) --no-print-directory test-compat
+
+test-compat: $(STAMP)
+	$(ENVS) run py310-pyspark4.0 py313-pyspark4.3 -- -q tests/compat
+
+# The compatibility subset on every supported PySpark minor (environments built on first use,
+# cached in ~/.cache/segmentlog/venvs).
+test-matrix: $(STAMP)
+	$(ENVS) run py310-pyspark4.0 py310-pyspark4.1 py312-pyspark4.2 py313-pyspark4.3 -- -q tests/compat
+	$(PY) -m pytest -q tests/compat
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow and not spark"

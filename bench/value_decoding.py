@@ -194,7 +194,7 @@ def dataset(versions: dict) -> tuple[Path, dict[str, list[bytes]]]:
 def confluent_column(data_dir: Path, topic: str):
     """valueFormat=confluent-avro's decoder for `topic`, built as a read builds it."""
     from segmentlog_source.values.build import build_decoding
-    from segmentlog_source.values.record_decoding import CONFLUENT_AVRO, DecodingSpec, SideSpec
+    from segmentlog_source.values.decoding_spec import CONFLUENT_AVRO, DecodingSpec, SideSpec
 
     spec = DecodingSpec(value=SideSpec(CONFLUENT_AVRO))
     return build_decoding(spec, [topic], [str(data_dir)]).decoders["value"]

@@ -20,7 +20,7 @@ from typing import Mapping
 
 from ..errors import BadOptionError
 from ..storage.io.store_config import DEFAULT_CONFIG, StoreConfig
-from ..values.record_decoding import DecodingSpec
+from ..values.decoding_spec import DecodingSpec
 from .option_names import Screened, screen
 from .option_values import bool_option, choice_option, int_option
 from .scan_plan import MAX_GROUPS

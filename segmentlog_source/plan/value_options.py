@@ -4,12 +4,16 @@ the decoders of the topics the read selects (values/build.py)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import BadOptionError
 from ..storage.log.log_directory import find_partitions
-from ..values.build import build_decoding
-from ..values.record_decoding import (BINARY, FORMATS, KAFKA_INTERNAL, KEY_FORMATS, MODES,
-                                      DecodingSpec, RecordDecoding, SideSpec)
+from ..values.decoding_spec import (BINARY, FORMATS, KAFKA_INTERNAL, KEY_FORMATS, MODES,
+                                    DecodingSpec, SideSpec)
 from .option_values import choice_option, int_option
+
+if TYPE_CHECKING:
+    from ..values.record_decoding import RecordDecoding
 
 
 def parse_decoding(opts: dict) -> DecodingSpec:
@@ -45,4 +49,8 @@ def resolve_decoding(opts) -> RecordDecoding | None:
     topics = sorted({p.topic for p in find_partitions(opts.paths, config=opts.store,
                                                       allow_empty=True)
                      if opts.selects_topic(p.topic)})
+    # The decoders declare Spark's types: built only for a read that decodes, so that planning
+    # (and the command line, which runs without PySpark) never needs pyspark.
+    from ..values.build import build_decoding
+
     return build_decoding(spec, topics, opts.paths, opts.store)

@@ -23,8 +23,9 @@ from .avro_types import spark_type
 from .column_decoders import AvroColumn, ConfluentColumn, JsonColumn, StringColumn
 from .ddl import DDLError, parse_schema
 from .json_values import infer_type, json_schema_type
-from .record_decoding import (AVRO, CONFLUENT_AVRO, JSON, KAFKA_INTERNAL, STRING,
-                              DecodingSpec, RecordDecoding, SideSpec)
+from .decoding_spec import (AVRO, CONFLUENT_AVRO, JSON, KAFKA_INTERNAL, STRING, DecodingSpec,
+                            SideSpec)
+from .record_decoding import RecordDecoding
 from .registry_sources import load_registry
 from .schema_registry import AVRO as AVRO_SCHEMA
 from .schema_registry import JSON_SCHEMA, PROTOBUF, SchemaRegistry

@@ -14,47 +14,15 @@ key): key_decoded, value_decoded and one value_error.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 import pyarrow as pa
 from pyspark.sql.types import StringType, StructField
 
 from ..errors import MalformedValueError
+from .decoding_spec import DROPMALFORMED, FAILFAST, PERMISSIVE, SIDES
 from .kafka_internal.columns import KEY_TYPE, VALUE_TYPE, decode_internal
 
-BINARY, STRING, JSON, AVRO, CONFLUENT_AVRO, KAFKA_INTERNAL = (
-    "binary", "string", "json", "avro", "confluent-avro", "kafka-internal")
-FORMATS = (BINARY, STRING, JSON, AVRO, CONFLUENT_AVRO, KAFKA_INTERNAL)
-KEY_FORMATS = (BINARY, STRING, JSON, AVRO, CONFLUENT_AVRO)
-PERMISSIVE, FAILFAST, DROPMALFORMED = "PERMISSIVE", "FAILFAST", "DROPMALFORMED"
-MODES = (PERMISSIVE, FAILFAST, DROPMALFORMED)
-SIDES = ("key", "value")
 PIECE_BYTES = 1 << 20        # payload bytes decoded into Python values at a time
-
-
-@dataclass(frozen=True)
-class SideSpec:
-    """One side's options: its format, schema (a DDL for json; Avro JSON or an .avsc path for
-    avro) and the reader schema id (confluent-avro)."""
-
-    format: str = BINARY
-    schema: str | None = None
-    reader_schema_id: int | None = None
-
-
-@dataclass(frozen=True)
-class DecodingSpec:
-    key: SideSpec = field(default_factory=SideSpec)
-    value: SideSpec = field(default_factory=SideSpec)
-    registry: str | None = None
-    mode: str = PERMISSIVE
-
-    def active(self) -> bool:
-        return self.key.format != BINARY or self.value.format != BINARY
-
-    def side(self, name: str) -> SideSpec:
-        return self.key if name == "key" else self.value
 
 
 class RecordDecoding:
