@@ -62,3 +62,10 @@ def test_every_option_has_a_documented_group_and_one_line():
     for option in option_table.OPTIONS:
         assert option.group in option_table.GROUPS and option.meaning
         assert "\n" not in option.meaning and "|" not in option.meaning + option.values
+
+
+def test_the_decoding_choices_are_the_decoders():
+    from segmentlog_source.values.record_decoding import FORMATS, KEY_FORMATS, MODES
+    assert option_table.choices("valueFormat") == FORMATS
+    assert option_table.choices("keyFormat") == KEY_FORMATS
+    assert option_table.choices("mode") == tuple(m.lower() for m in MODES)
