@@ -140,5 +140,6 @@ def _unknown(name: str, kind: str) -> BadOptionError:
     by_lower = {c.lower(): c for c in candidates}
     close = [by_lower[c] for c in difflib.get_close_matches(name, list(by_lower), n=2,
                                                             cutoff=0.6)]
-    advice = f"did you mean {' or '.join(close)}?" if close else "remove it (docs: the options reference)"
+    advice = (f"did you mean {' or '.join(close)}?" if close
+              else "remove it (docs: the options reference)")
     return BadOptionError(name, None, f"{what}; {advice}", detail)

@@ -32,7 +32,8 @@ _R = BOTH_READS
 OPTIONS: tuple[Option, ...] = (
     # -- which partitions and offsets
     Option("path", (READ, STREAM, WRITE), "a path or URI", "",
-           "what `load(path)` / `save(path)` pass: a data directory, a partition directory", "where"),
+           "what `load(path)` / `save(path)` pass: a data directory, a partition directory",
+           "where"),
     Option("paths", _R, "a JSON array of paths", "",
            "what `load([p1, p2])` passes: several data or partition directories", "where"),
     Option("assign", _R, '`{"orders":[0,1]}`', "",

@@ -47,3 +47,19 @@ def test_every_option_and_command_is_in_its_reference():
     cli = docs_reference.PAGES["cli"].read_text()
     for command in COMMANDS:
         assert f"## `segmentlog {command}`" in cli
+
+
+def test_the_version_is_one_story(capsys):
+    """`segmentlog --version`, the changelog and the manual name the installed version."""
+    from importlib.metadata import version
+
+    import segmentlog_source
+    from segmentlog_source.cli.main import main
+
+    installed = version("segmentlog")
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out == f"segmentlog {installed}\n"
+    assert segmentlog_source.__version__ == installed
+    assert f"\n## [{installed}] - " in (ROOT / "CHANGELOG.md").read_text()
+    assert f"segmentlog\n**{installed}**" in (ROOT / "docs" / "index.md").read_text()
