@@ -13,7 +13,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SEGMENTLOG_SHARED := $(abspath $(SHARED))
 
-.PHONY: demo cluster-demo test test-fast test-matrix test-compat lock bench clean venv kafka-jars
+.PHONY: demo cluster-demo docs test test-fast test-matrix test-compat lock bench clean venv kafka-jars
 
 venv: $(STAMP)
 
@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml conf/constraints/main.txt
 	# compat mode puts the repository on sys.path, so Spark's discovery of top-level
 	# pyspark_* modules (pkgutil.iter_modules) sees pyspark_segmentlog
 	$(UV) pip install -q --python $(PY) -c conf/constraints/main.txt \
-	    --config-settings editable_mode=compat -e '.[spark,test,bench]'
+	    --config-settings editable_mode=compat -e '.[spark,test,bench,docs]'
 	touch $(STAMP)
 
 lock: $(STAMP)
@@ -36,6 +36,10 @@ demo: $(STAMP)
 
 cluster-demo: $(STAMP)
 	$(PY) -m segmentlog_source.devtools.cluster_demo
+
+# The manual (docs/, mkdocs.yml) served on http://127.0.0.1:8000 while you edit it
+docs: $(STAMP)
+	$(PY) -m mkdocs serve
 
 # The jars of the Kafka tests (a broker, DumpLogSegments, Spark's Kafka source), from Maven
 # Central into ~/.cache/segmentlog/jars once, with a progress line. When that fails the rest of

@@ -16,6 +16,7 @@ names the option too. --debug adds the traceback after that line. Option values 
 from __future__ import annotations
 
 import argparse
+from importlib.metadata import version as _dist_version
 import logging
 import sys
 import traceback
@@ -31,8 +32,9 @@ COMMANDS = {"dump": dump, "verify": verify, "reindex": reindex, "generate": gene
             "config": topic_config}
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL_ERROR = 70   # sysexits' EX_SOFTWARE: a bug, not the input
-FS_OPTION_HELP = ("an object-store option for URI paths, e.g. fs.s3.endpoint=http://127.0.0.1:9000 "
-                  "or fs.s3.region=eu-west-1 (repeatable; see the README). Without it the "
+FS_OPTION_HELP = ("an object-store option for URI paths, e.g. "
+                  "fs.s3.endpoint=http://127.0.0.1:9000 or fs.s3.region=eu-west-1 "
+                  "(repeatable; see the docs: Object stores). Without it the "
                   "store's standard environment variables and config files apply")
 QUIET_HELP = "no progress bar (one is shown only when stdout and stderr are terminals)"
 DEBUG_HELP = "on an error, also print the traceback (for bug reports)"
@@ -66,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help=FS_OPTION_HELP)
     parser.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
+    parser.add_argument("--version", action="version",
+                        version=f"segmentlog {_dist_version('segmentlog')}",
+                        help="print the version of segmentlog and exit")
     # Also accepted after the command (`segmentlog dump --fs-option ...`). A separate dest: a
     # subcommand's values would otherwise replace the ones given before the command; the flags
     # are SUPPRESSed when absent there so that they do not reset the ones given before it.

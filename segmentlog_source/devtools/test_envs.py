@@ -41,7 +41,7 @@ class TestEnv:
 
 
 ENVS = {e.name: e for e in (
-    TestEnv(MAIN_LOCK, "3.11", "4.3.0", "spark,test,bench"),
+    TestEnv(MAIN_LOCK, "3.11", "4.3.0", "spark,test,bench,docs"),
     TestEnv("py310-pyspark4.0", "3.10", "4.0.5", "test", lowest=True),
     TestEnv("py310-pyspark4.1", "3.10", "4.1.4", "test", lowest=True),
     TestEnv("py312-pyspark4.2", "3.12", "4.2.1", "test"),

@@ -14,34 +14,14 @@ import difflib
 from typing import Mapping
 
 from ..errors import BadOptionError
-from . import kafka_options
+from . import kafka_options, option_table
 
 # Spark's generic options: load(path) and load([paths]) arrive as these.
 GENERIC = ("path", "paths")
 
-READ = GENERIC + (
-    # Spark's Kafka source options, honoured with its meaning
-    "assign", "subscribe", "subscribePattern", "startingOffsets", "endingOffsets",
-    "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp",
-    "endingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy", "failOnDataLoss",
-    "includeHeaders", "minPartitions", "maxRecordsPerPartition",
-    # segmentlog's own
-    "isolationLevel", "includePayload", "maxBytesPerPartition", "verifyChecksums", "pushdown",
-    "view",
-    # decoded keys and values (values/)
-    "keyFormat", "valueFormat", "keySchema", "valueSchema", "schemaRegistry", "readerSchemaId",
-    "keyReaderSchemaId", "mode",
-    # Kafka's tiered storage (storage/tiered/)
-    "remoteTier", "remoteLogMetadata", "remoteTierPrivateKey",
-)
-
-WRITE = ("path", "topic", "numPartitions", "compression", "compression.type",
-         "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
-         "batch.size", "maxRecordsPerBatch", "segment.bytes", "segment.ms", "segment.index.bytes",
-         "index.interval.bytes", "cleanup.policy", "retention.ms", "retention.bytes",
-         "timestampType", "fsync", "lockTimeoutMs", "stagingRetentionMs",
-         # streaming: Spark passes checkpointLocation on; queryName names a query without an id
-         "queryName", "checkpointLocation")
+# Every name a read or a write takes is declared once, with its meaning, in option_table.py.
+READ = option_table.names(option_table.READ)
+WRITE = option_table.names(option_table.WRITE)
 
 # Spark's Kafka source options that steer a consumer or a stream's triggers, never which rows a
 # batch read returns (KafkaSourceProvider.scala:574-583; Spark itself ignores the trigger ones
@@ -51,7 +31,7 @@ BROKER_ONLY_READ = ("kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries",
                     "minOffsetsPerTrigger", "maxTriggerDelay")
 
 # A stream takes a read's options, and the trigger ones take effect there.
-TRIGGER = ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay")
+TRIGGER = tuple(o.name for o in option_table.OPTIONS if o.kinds == (option_table.STREAM,))
 STREAM = READ + TRIGGER
 BROKER_ONLY_STREAM = tuple(n for n in BROKER_ONLY_READ if n not in TRIGGER)
 
@@ -160,5 +140,6 @@ def _unknown(name: str, kind: str) -> BadOptionError:
     by_lower = {c.lower(): c for c in candidates}
     close = [by_lower[c] for c in difflib.get_close_matches(name, list(by_lower), n=2,
                                                             cutoff=0.6)]
-    advice = f"did you mean {' or '.join(close)}?" if close else "remove it (README: Options)"
+    advice = (f"did you mean {' or '.join(close)}?" if close
+              else "remove it (docs: the options reference)")
     return BadOptionError(name, None, f"{what}; {advice}", detail)

@@ -21,6 +21,7 @@ from typing import Mapping
 from ..errors import BadOptionError
 from ..storage.io.store_config import DEFAULT_CONFIG, StoreConfig
 from ..values.decoding_spec import DecodingSpec
+from . import option_table
 from .option_names import Screened, screen
 from .option_values import bool_option, choice_option, int_option
 from .scan_plan import MAX_GROUPS
@@ -33,11 +34,11 @@ MAX_BYTES = 128 * 1024 * 1024           # maxBytesPerPartition's default
 DECODING_MAX_BYTES = 32 * 1024 * 1024   # ... when keys or values are decoded
 VIEW_MAX_BYTES = 2 * 1024 * 1024 * 1024  # ... in the metadata views
 
-ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+ISOLATION_LEVELS = option_table.choices("isolationLevel")
 # What a row is: a record (Spark's Kafka source's rows), a record batch, or a segment file
 # (the metadata views: spark/metadata_views.py).
-VIEWS = ("records", "batches", "segments")
-TIMESTAMP_STRATEGIES = ("error", "latest")
+VIEWS = option_table.choices("view")
+TIMESTAMP_STRATEGIES = option_table.choices("startingOffsetsByTimestampStrategy")
 SELECTORS = ("assign", "subscribe", "subscribePattern")
 # Kafka's internal topics (Topic.isInternal): Spark's subscribePattern never matches them, since
 # the admin client's topic listing leaves them out (ConsumerStrategy.scala:137-138).
