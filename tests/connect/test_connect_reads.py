@@ -60,6 +60,11 @@ def test_found_on_the_server_without_register_and_register_from_the_client(conne
         source = segmentlog_source.register(fresh)   # the fallback: pickled to the server
         assert source.name() == "segmentlog"
         assert fresh.read.format("segmentlog").load(str(BROKER)).count() == 43
+        pushdown = segmentlog_source.register(fresh, pushdown=True)   # sets the session's conf
+        assert pushdown.pushdown_default
+        assert fresh.conf.get("spark.sql.python.filterPushdown.enabled") == "true"
+        df = fresh.read.format("segmentlog").load(str(BROKER))
+        assert df.where("offset = 0").count() == df.where("offset = 0").count() > 0
     finally:
         fresh.stop()
 
