@@ -1,17 +1,31 @@
 """Compaction and retention of a data directory as a Spark job: one task per partition.
 
-The driver lists the partitions and checks the configs (a bad value fails before any task
-runs); each task runs the log manager on its partition (storage/log/log_manager.py): the
-partition's lock, the cleaning passes in bounded memory (the offset map holds at most
-`dedupe_buffer_bytes` worth of keys per task, as log.cleaner.dedupe.buffer.size does; more keys
-mean more passes), the swap, the checkpoints. The data directory must be reachable at the same
-path from every executor (local[*], or a shared file system).
+Built on DataFrame operations only (`spark.range` and a Python UDF), never on `sparkContext`,
+so the same call runs on a classic session and on a Spark Connect session. Two jobs run:
+
+1. planning, one task: it lists the partitions and checks their configs where the executors
+   see the files (a Spark Connect client may not see them at all). A bad value fails there,
+   before any partition is touched, and comes back to the caller as the same segmentlog error
+   (BadOptionError naming the config, ...), not as a wrapped Python worker traceback;
+2. the upkeep, one row of `spark.range` per partition, so one task per partition: each runs the
+   log manager on its partition (storage/log/log_manager.py): the partition's lock, the
+   cleaning passes in bounded memory (the offset map holds at most `dedupe_buffer_bytes` worth
+   of keys per task, as log.cleaner.dedupe.buffer.size does; more keys mean more passes), the
+   swap, the checkpoints.
+
+The UDFs are plain (not Arrow) Python UDFs marked nondeterministic: a classic session then needs
+no pandas, and the optimizer never runs one twice for a row. The rows are collected before
+compact()/retain() return (a DataFrame built from them), so looking at the result again never
+runs the upkeep again. The data directory must be reachable at the same path from every
+executor (local[*], or a shared file system).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Iterable, Mapping
 
+from .. import errors
 from ..storage.log.log_directory import PartitionDir
 from ..storage.log.log_manager import LogManager
 from ..storage.log.offset_map import DEFAULT_DEDUPE_BUFFER_BYTES
@@ -30,7 +44,7 @@ def compact(spark, path: str, *, topics: Iterable[str] | None = None,
     the topic configs for this run. Returns a DataFrame, one row per partition."""
     settings = (list(topics) if topics is not None else None, dict(configs or {}),
                 dedupe_buffer_bytes)
-    rows = _run(spark, path, settings, _compact_task)
+    rows = _run(spark, path, settings, _compact_task, COMPACTION_SCHEMA)
     return spark.createDataFrame(rows, COMPACTION_SCHEMA)
 
 
@@ -39,7 +53,8 @@ def retain(spark, path: str, *, topics: Iterable[str] | None = None,
     """Apply retention to every partition under `path` (or `topics`); a DataFrame of what went."""
     settings = (list(topics) if topics is not None else None, dict(configs or {}),
                 DEFAULT_DEDUPE_BUFFER_BYTES)
-    return spark.createDataFrame(_run(spark, path, settings, _retain_task), RETENTION_SCHEMA)
+    return spark.createDataFrame(_run(spark, path, settings, _retain_task, RETENTION_SCHEMA),
+                                 RETENTION_SCHEMA)
 
 
 def _manager(path: str, settings) -> LogManager:
@@ -48,16 +63,52 @@ def _manager(path: str, settings) -> LogManager:
                       dedupe_buffer_bytes=dedupe_buffer_bytes)
 
 
-def _run(spark, path: str, settings, task) -> list[tuple]:
-    manager = _manager(path, settings)     # on the driver: paths, topics and configs checked
-    found = manager.partitions()
-    for part in found:
-        manager.config(part)
-    parts = [(p.path, p.topic, p.partition) for p in found]
+def _run(spark, path: str, settings, task, schema: str) -> list[tuple]:
+    parts = _plan(spark, path, settings)
     if not parts:
         return []
-    rdd = spark.sparkContext.parallelize(parts, len(parts))
-    return rdd.map(lambda part: task(path, settings, part)).collect()
+    run = _udf(lambda index: task(path, settings, parts[index]), f"struct<{_struct(schema)}>")
+    one_row_each = spark.range(0, len(parts), 1, len(parts))
+    return [tuple(r.done) for r in one_row_each.select(run("id").alias("done")).collect()]
+
+
+def _plan(spark, path: str, settings) -> list[tuple[str, str, int]]:
+    """The partitions under `path` with their configs checked, listed by one Spark task."""
+
+    def plan(_) -> str:
+        try:
+            manager = _manager(path, settings)
+            found = manager.partitions()
+            for part in found:
+                manager.config(part)
+        except errors.SegmentLogError as err:
+            # plain data crosses the process boundary: the class and its constructor's arguments
+            return json.dumps({"error": type(err).__name__, "args": err.__reduce__()[1]},
+                              default=str)
+        return json.dumps({"parts": [(p.path, p.topic, p.partition) for p in found]})
+
+    answer = json.loads(spark.range(0, 1, 1, 1).select(_udf(plan, "string")("id")).first()[0])
+    if "error" in answer:
+        raise _rebuilt(answer["error"], answer["args"])
+    return [tuple(part) for part in answer["parts"]]
+
+
+def _udf(function, return_type: str):
+    from pyspark.sql.functions import udf
+
+    return udf(function, return_type, useArrow=False).asNondeterministic()
+
+
+def _struct(schema: str) -> str:
+    """A DDL column list ("a int, b long") as the fields of a struct type ("a: int, b: long")."""
+    return ", ".join(": ".join(column.split()) for column in schema.split(","))
+
+
+def _rebuilt(name: str, args: list) -> errors.SegmentLogError:
+    cls = getattr(errors, name, None)
+    if not (isinstance(cls, type) and issubclass(cls, errors.SegmentLogError)):
+        return errors.SegmentLogError(f"{name}: {args}")
+    return cls(*args)
 
 
 def _compact_task(path: str, settings, part: tuple[str, str, int]) -> tuple:

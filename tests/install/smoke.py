@@ -2,7 +2,8 @@
 
     python smoke.py cli DIR        the command line on a generated log (no PySpark needed)
     python smoke.py spark DIR      format("segmentlog") found by discovery, a read and a write
-    python smoke.py connect DIR URL   the same from a Spark Connect client
+    python smoke.py connect DIR    the same from a Spark Connect client, on a Connect server
+                                   this interpreter starts (PySpark's own, its own JVM)
 
 Prints one `ok ...` line per step; any failure is an exception (a non-zero exit).
 """
@@ -44,13 +45,11 @@ def cli(root: Path) -> None:
     print(f"ok installed at {Path(segmentlog_source.__file__).parent}")
 
 
-def read_and_write(spark, root: Path) -> None:
-    logs = root / "logs"
+def read_and_write(spark, logs: Path, copy: Path) -> None:
     df = spark.read.format("segmentlog").load(str(logs))
     assert df.count() == RECORDS, df.count()
     print("ok read (found by discovery)")
     assert df.where("partition = 1").count() + df.where("partition = 0").count() == RECORDS
-    copy = root / "copy"
     (df.select("key", "value").write.format("segmentlog").mode("append")
        .option("topic", "copy").save(str(copy)))
     back = spark.read.format("segmentlog").load(str(copy))
@@ -69,12 +68,19 @@ def main(argv: list[str]) -> None:
 
     if what == "spark":
         spark = SparkSession.builder.master("local[1]").appName("wheel-smoke").getOrCreate()
-    else:
-        spark = SparkSession.builder.remote(argv[2]).getOrCreate()
-    try:
-        read_and_write(spark, root)
-    finally:
-        spark.stop()
+        try:
+            read_and_write(spark, root / "logs", root / "copy")
+        finally:
+            spark.stop()
+        return
+    from segmentlog_source.devtools.connect_server import ConnectServer
+
+    with ConnectServer(root / "connect-server", master="local[1]") as server:
+        spark = SparkSession.builder.remote(server.url).create()
+        try:
+            read_and_write(spark, root / "logs", root / "connect-copy")
+        finally:
+            spark.stop()
 
 
 if __name__ == "__main__":

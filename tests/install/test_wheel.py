@@ -89,11 +89,12 @@ def test_command_line_runs_without_pyspark(tmp_path, wheel):
 
 def test_wheel_beside_a_platform_pyspark(tmp_path, wheel):
     """A platform's PySpark, numpy and pyarrow stay as they are when the wheel goes in, and
-    format("segmentlog") is found there without register()."""
+    format("segmentlog") is found there without register(), on a local session and from a
+    Spark Connect client."""
     python = venv(tmp_path / "venv", test_envs.find_interpreter(PLATFORM.python))
     lock = test_envs.lock_file(PLATFORM)
     run([test_envs.uv(), "pip", "install", "-q", "--python", python, "-c", lock,
-         f"pyspark=={PLATFORM.pyspark}", "numpy", "pyarrow"])
+         f"pyspark[connect]=={PLATFORM.pyspark}", "numpy", "pyarrow"])
     before = versions(python)
     run([test_envs.uv(), "pip", "install", "-q", "--python", python, "-c", lock, wheel])
     after = versions(python)
@@ -103,4 +104,6 @@ def test_wheel_beside_a_platform_pyspark(tmp_path, wheel):
     env = outside_repo_env(python)
     run([python, SMOKE, "cli", tmp_path], cwd=tmp_path, env=env)
     out = run([python, SMOKE, "spark", tmp_path], cwd=tmp_path, env=env)
+    assert "ok write read back" in out.stdout, out.stdout
+    out = run([python, SMOKE, "connect", tmp_path], cwd=tmp_path, env=env)
     assert "ok write read back" in out.stdout, out.stdout
