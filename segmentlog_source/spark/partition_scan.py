@@ -9,11 +9,12 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
-from ..errors import CorruptDataError, FileChangedError
+from ..errors import CorruptDataError, FileChangedError, SegmentLogError
 from ..plan.options import ReadOptions
 from ..plan.predicates import fold
 from ..plan.read_plan import ReadGroup
 from ..plan.view_plan import SegmentRef
+from .error_lines import raised_alone
 from .metadata_views import BatchesScan, SegmentsScan
 from .reader import GroupScan, ScanSettings
 
@@ -72,7 +73,9 @@ def _scan(scan: GroupScan, fail_on_data_loss: bool):
     try:
         yield from scan
     except CorruptDataError as err:
-        raise with_hint(err, fail_on_data_loss) from None
+        raise raised_alone(with_hint(err, fail_on_data_loss)) from None
+    except SegmentLogError as err:   # (without its traceback: error_lines.py)
+        raise raised_alone(err) from None
 
 
 def _empty_batch(schema: pa.Schema) -> pa.RecordBatch:
