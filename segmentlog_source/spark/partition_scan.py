@@ -17,6 +17,7 @@ from ..plan.view_plan import SegmentRef
 from .error_lines import raised_alone
 from .metadata_views import BatchesScan, SegmentsScan
 from .reader import GroupScan, ScanSettings
+from .worker_logs import info_to_worker_logs
 
 SKIP_HINT = "failOnDataLoss=false reads what is readable around it"
 
@@ -46,6 +47,7 @@ def scan_partition(partition, opts: ReadOptions, predicates: tuple = (), decodin
     """The Arrow batches of one InputPartition (`predicates`: WHERE clauses pushed down;
     `decoding`: the values/ decoders adding key_decoded/value_decoded, or None; `projection`:
     the view's columns a user's schema names, or None)."""
+    info_to_worker_logs()   # (each task's line of what it read: worker_logs.py)
     group = getattr(partition, "group", None)
     segments = getattr(partition, "segments", None)
     if group is None and segments is None:

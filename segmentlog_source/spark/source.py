@@ -31,6 +31,7 @@ from .filters import to_predicate
 from .partition_scan import (SegmentLogInputPartition, SegmentsInputPartition, scan_partition,
                              with_hint)
 from .schema import spark_schema, view_projection, with_decoded
+from .worker_logs import info_to_worker_logs
 
 log = logging.getLogger("segmentlog")
 
@@ -57,6 +58,7 @@ class SegmentLogReader(DataSourceReader):
         self.predicates: tuple = ()
 
     def partitions(self):
+        info_to_worker_logs()   # (the plan's line below: worker_logs.py)
         # (a segmentlog error is raised without its traceback: error_lines.py)
         try:
             plan = plan_read(self.opts, fold(list(self.predicates)))
@@ -120,6 +122,7 @@ class SegmentLogDataSource(DataSource):
 
     @errors_alone
     def schema(self):
+        info_to_worker_logs()
         # load() does not say whether a batch query or a stream follows: a batch read's
         # options, else a stream's; reader() and streamReader() warn of ignored options
         try:

@@ -121,7 +121,8 @@ def test_overwrite_says_to_append(spark, tmp_path):
 
 # -- the first line a person sees (issue #35) --------------------------------------------------
 
-PLANNING_PREFIX = "[PYTHON_DATA_SOURCE_ERROR] Failed to generate Python data source read partitions: "
+PLANNING_PREFIX = ("[PYTHON_DATA_SOURCE_ERROR] Failed to generate Python data source read "
+                   "partitions: ")
 
 
 def test_a_planning_error_says_what_is_wrong_on_its_first_line(spark, small_log):
