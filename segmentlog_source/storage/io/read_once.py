@@ -6,7 +6,8 @@ indexes rebuilt from them), then by lookups that go back to the same bytes: the 
 or a timestamp falls in, the tail whose CRCs decide the log end. Without this each of those read
 the bytes again (a 150,125-byte segment cost 169,334 bytes of planning reads in 89 requests).
 Bytes are kept in aligned blocks, the ones a read touched, so what is held is what was read: at
-most the file, and no more than `budget` bytes (past it, reads go to the store as before).
+most the file, and no more than `budget` bytes (past it, reads go to the store as before), until
+the reader lets the segment go (LogSegment.release_indexes).
 
 The file is taken as it was when first read: its size is read once too, so a segment a writer
 appends to while a read is planned is planned on one consistent view.
@@ -39,6 +40,10 @@ class ReadOnceFiles:
     @property
     def underlying(self):
         return self._fs
+
+    def release(self) -> None:
+        """Let go of the bytes held (a reader done with the file); its size is kept."""
+        self._blocks = {}
 
     def size(self, path: str) -> int:
         if path != self._path:

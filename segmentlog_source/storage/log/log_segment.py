@@ -136,7 +136,10 @@ class LogSegment:
         """Let go of a reader's loaded offset and time indexes; the next use opens (and checks)
         them again. A planner calls it once it has what it needs of a segment: a mapped index
         holds a file descriptor (and an object store's, its bytes), and a log may have tens of
-        thousands of segments. Indexes rebuilt from the `.log` or appended to are kept."""
+        thousands of segments. Indexes rebuilt from the `.log` or appended to are kept; the
+        `.log` bytes kept for them (read_once.py) are let go."""
+        if isinstance(self.fs, ReadOnceFiles):
+            self.fs.release()
         if not self._indexes_from_files or any(
                 index is not None and index.writable
                 for index in (self._offset_index, self._time_index)):
