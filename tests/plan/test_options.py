@@ -59,7 +59,9 @@ def test_timestamps_are_milliseconds_or_iso_8601_with_a_zone(text, ms):
 def test_a_time_without_a_zone_is_an_error_naming_the_option(name, value, says):
     with pytest.raises(BadOptionError) as err:
         parse(**{name: value})
-    assert str(err.value).startswith(says)
+    message = str(err.value)
+    assert message.startswith(f"option {name}="), message
+    assert says in message, message
 
 
 @pytest.mark.parametrize("name,value", [
