@@ -4,7 +4,9 @@ The read is planned exactly as `spark.read.format("segmentlog")` plans it, with 
 options (--option NAME=VALUE, repeatable: subscribe, startingOffsets, endingTimestamp, ...):
 through the .index and .timeindex files and a few batch headers. It prints each byte range of
 each segment the executors would read, with the offsets they keep, the total bytes and their
-share of all .log bytes under the paths.
+share of all .log bytes under the paths. Timestamp options (startingTimestamp, endingTimestamp,
+the *OffsetsByTimestamp maps) take epoch milliseconds or ISO-8601 times with a zone
+(2024-04-27T09:30:00Z, 2024-04-27T11:30:00+02:00).
 
 --where takes a SQL condition on offset, timestamp, partition and topic, comparisons joined by
 AND (=, <, <=, >, >=, IN, BETWEEN; timestamps as TIMESTAMP '2023-11-14 22:13:20', in UTC).
