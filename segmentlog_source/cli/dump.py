@@ -161,6 +161,7 @@ def dump_files(files: list[str], options: DumpOptions = DumpOptions(), out: Text
 
 
 def add_arguments(parser) -> None:
+    parser.set_defaults(dump_parser=parser)
     parser.add_argument("paths", nargs="*", metavar="DIR",
                         help="partition or data directories (or URIs): every segment, index "
                         "and snapshot file in them, segment by segment")
@@ -201,9 +202,9 @@ def run(args) -> int:
                           args.index_sanity_check, args.max_message_size, args.max_bytes,
                           args.skip_record_metadata, args.json, decoder_topic(args))
     config = getattr(args, "store_config", None)
-    if not args.paths and args.files is None:
-        raise BadOptionError("--files", None, "give partition or data directories "
-                             "(segmentlog dump DIR) or --files F1,F2,...")
+    if not args.paths and args.files is None:   # (a usage error, as argparse's)
+        args.dump_parser.error("give partition or data directories (segmentlog dump DIR) "
+                               "or --files F1,F2,...")
     files = partition_files(args.paths, config) if args.paths else []
     files += [f for f in (args.files or "").split(",") if f]
     shown = show_bar(getattr(args, "quiet", False))

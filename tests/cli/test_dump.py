@@ -487,5 +487,6 @@ def test_files_naming_only_a_directory_dumps_nothing_and_fails():
 def test_dump_without_files_or_directories_names_both():
     result = run_cli("dump")
     assert result.returncode == 2
-    assert result.stderr.startswith("segmentlog: option --files: give partition or data "
-                                    "directories (segmentlog dump DIR) or --files F1,F2,...")
+    assert result.stderr.startswith("segmentlog dump: give partition or data directories "
+                                    "(segmentlog dump DIR) or --files F1,F2,...")
+    assert "usage: segmentlog dump" in result.stderr
