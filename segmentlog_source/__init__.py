@@ -5,6 +5,8 @@ partition logs), `plan` (options and predicates -> byte ranges), `spark` (the da
 `cli` (the `segmentlog` command). A lower layer never imports a higher one.
 """
 
+from __future__ import annotations
+
 __version__ = "0.1.0"
 
 
@@ -27,3 +29,29 @@ def retain(spark, path, **kwargs):
     from .spark.log_upkeep import retain as _retain
 
     return _retain(spark, path, **kwargs)
+
+
+def explain(path, where: str | None = None, **options):
+    """What a read of `path` (a path or a list, as given to load()) with these reader options
+    would read, planned as spark.read.format("segmentlog") plans it, before reading a record:
+    the byte ranges of each segment, their total, and what planning read (`segmentlog explain`
+    from Python). Pass the same options as the DataFrame's:
+
+        opts = {"subscribe": "orders", "startingTimestamp": "2024-04-27T09:00:00Z"}
+        df = spark.read.format("segmentlog").options(**opts).load(path)
+        print(segmentlog_source.explain(path, **opts))
+
+    `where`: a WHERE condition on offset, timestamp, partition and topic, which cuts bytes only
+    with pushdown=true. Returns an Explanation: print it for the table, `.bytes` for the bytes
+    planned, `.planner_bytes_read`, `.ranges` for one dict per byte range."""
+    from .cli.explain import explain_read
+
+    return explain_read(path, options, where)
+
+
+def logs(spark):
+    """segmentlog's lines in the session's Python worker logs: what each read planned and each
+    task read (PySpark 4.1+; set spark.sql.pyspark.worker.logging.enabled=true first)."""
+    from .spark.worker_logs import segmentlog_logs
+
+    return segmentlog_logs(spark)

@@ -122,7 +122,18 @@ class DataLossError(SegmentLogError):
 
 
 class LogNotFoundError(SegmentLogError, FileNotFoundError):
-    """A path that is not, or does not contain, a Kafka log directory."""
+    """A path that is not, or does not contain, a Kafka log directory; or a file that is not
+    there (its `missing_path`, where the error is about one file: a planner that listed the
+    file knows it was deleted since, by retention). (Not OSError's `filename`, which would
+    turn the message into "[Errno None] None: ...".)"""
+
+    missing_path: str | None = None
+
+    @classmethod
+    def of_file(cls, message: str, path: str) -> "LogNotFoundError":
+        err = cls(message)
+        err.missing_path = path
+        return err
 
 
 class LogLockedError(SegmentLogError):

@@ -1,5 +1,13 @@
 """`segmentlog dump`: print segment files as Kafka's `kafka-dump-log.sh` (DumpLogSegments) does.
 
+`segmentlog dump DIR...` takes partition or data directories, as the other commands do, and
+dumps every segment, index and producer snapshot file in them: partition by partition (topic,
+then partition), each segment in base-offset order with its `.log`, `.index`, `.timeindex` and
+`.txnindex`, then the producer `.snapshot` files in offset order. `--files F1,F2,...` is
+kafka-dump-log.sh's flag, unchanged: the files named, in the order given. Both may be given
+(the directories' files first). A run that dumped no file at all (only directories or unknown
+files given with --files) exits 2 after saying so.
+
 Each file is handled by the text after the last '.' of its name: `.log` segments and KRaft
 `.checkpoint` snapshots, `.index`, `.timeindex`, `.txnindex` and producer `.snapshot` files.
 stdout is line for line what the DumpLogSegments of Kafka 4.4 prints for the same files and
@@ -61,7 +69,9 @@ from typing import TextIO
 
 from ..errors import BadOptionError, LogNotFoundError
 from ..format.batch import INT32_MAX
+from ..plan.partition_sources import find_local_partitions
 from ..storage.io.filesystem import filesystem_for
+from ..storage.log_files import INDEX_SUFFIXES, LOG_SUFFIX, SNAPSHOT_SUFFIX, kind_of
 from ..values.kafka_internal.messages import CONSUMER_OFFSETS, TRANSACTION_STATE
 from .dump_context import DEFAULT_MAX_MESSAGE_SIZE, Dumper, DumpOptions, DumpProblems
 from .dump_indexes import dump_offset_index, dump_snapshot, dump_time_index, dump_txn_index
@@ -84,6 +94,25 @@ HANDLERS = {".log": dump_log, ".checkpoint": dump_log, ".index": dump_offset_ind
             ".timeindex": dump_time_index, ".txnindex": dump_txn_index, ".snapshot": dump_snapshot}
 
 
+# The order of a segment's files in `segmentlog dump DIR`; producer snapshots after the segments.
+_SUFFIX_ORDER = {s: i for i, s in enumerate((LOG_SUFFIX, *INDEX_SUFFIXES))}
+
+
+def partition_files(paths: list[str], config=None) -> list[str]:
+    """Every segment, index and producer snapshot file of the partitions under `paths` (data or
+    partition directories, or URIs of them), in the order `segmentlog dump DIR` dumps them."""
+    files = []
+    for part in find_local_partitions(list(paths), config):
+        fs = part.fs if part.fs is not None else filesystem_for(part.path, config)[0]
+        kinds = [(k, name) for name in fs.list_dir(part.path)
+                 if (k := kind_of(name)) is not None]
+        segments = sorted((k[0], _SUFFIX_ORDER[k[1]], name) for k, name in kinds
+                          if k[1] != SNAPSHOT_SUFFIX)
+        snapshots = sorted((k[0], name) for k, name in kinds if k[1] == SNAPSHOT_SUFFIX)
+        files += [fs.join(part.path, entry[-1]) for entry in (*segments, *snapshots)]
+    return files
+
+
 def dump_file(d: Dumper, arg: str) -> None:
     """Dump one file (or URI), chosen by its suffix as Kafka's DumpLogSegments does."""
     fs, path = filesystem_for(arg, d.config)
@@ -92,7 +121,8 @@ def dump_file(d: Dumper, arg: str) -> None:
     d.line(f"Dumping {shown}")
     name = fs.basename(shown)
     if fs.is_dir(path):
-        d.err.write(f"Ignoring {shown}: it is a directory (pass the files in it)\n")
+        d.err.write(f"Ignoring {shown}: it is a directory (--files takes files; "
+                    f"`segmentlog dump {shown}` dumps the files in it)\n")
         return
     if "." not in name:
         what = KNOWN_PLAIN_FILES.get(name)
@@ -109,6 +139,7 @@ def dump_file(d: Dumper, arg: str) -> None:
         what = "object (or bucket)" if "://" in path else "file"
         raise LogNotFoundError(f"no such {what}: {shown}")
     done = d.done
+    d.dumped += 1
     handler(d, fs, path, shown)
     d.advance(max(0, fs.size(path) - (d.done - done)))   # what the handler did not count
 
@@ -125,11 +156,16 @@ def dump_files(files: list[str], options: DumpOptions = DumpOptions(), out: Text
     finally:
         (out or sys.stdout).flush()
         dumper.finish()
+    dumper.problems.files_dumped = dumper.dumped
     return dumper.problems
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--files", required=True, metavar="F1,F2,...",
+    parser.set_defaults(dump_parser=parser)
+    parser.add_argument("paths", nargs="*", metavar="DIR",
+                        help="partition or data directories (or URIs): every segment, index "
+                        "and snapshot file in them, segment by segment")
+    parser.add_argument("--files", metavar="F1,F2,...",
                         help="comma-separated files or URIs (s3://...), each handled by its "
                         "suffix: " + SUFFIXES)
     parser.add_argument("--deep-iteration", action="store_true",
@@ -165,13 +201,21 @@ def run(args) -> int:
     options = DumpOptions(args.deep_iteration, args.print_data_log, args.verify_index_only,
                           args.index_sanity_check, args.max_message_size, args.max_bytes,
                           args.skip_record_metadata, args.json, decoder_topic(args))
-    files = [f for f in args.files.split(",") if f]
     config = getattr(args, "store_config", None)
+    if not args.paths and args.files is None:   # (a usage error, as argparse's)
+        args.dump_parser.error("give partition or data directories (segmentlog dump DIR) "
+                               "or --files F1,F2,...")
+    files = partition_files(args.paths, config) if args.paths else []
+    files += [f for f in (args.files or "").split(",") if f]
     shown = show_bar(getattr(args, "quiet", False))
     total = _total_bytes(files, config) if shown else 0
     with Progress(total, "dump", shown=shown) as progress:
-        dump_files(files, options, progress.around_bar(sys.stdout),
-                   progress.around_bar(sys.stderr), config, progress.update)
+        problems = dump_files(files, options, progress.around_bar(sys.stdout),
+                              progress.around_bar(sys.stderr), config, progress.update)
+    if not problems.files_dumped:
+        raise BadOptionError("--files", args.files, "no segment, index or snapshot file was "
+                             "dumped (see the lines above; `segmentlog dump DIR` dumps a "
+                             "partition directory's files)")
     return 0
 
 

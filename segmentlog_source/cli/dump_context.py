@@ -49,6 +49,7 @@ class DumpProblems:
     time_out_of_order: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     time_not_found: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     non_consecutive: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    files_dumped: int = 0   # files dumped (a directory or unknown file skipped is not)
 
     @staticmethod
     def add(group: dict, path: str, pair: tuple[int, int]) -> None:
@@ -88,6 +89,7 @@ class Dumper:
         self.problems = DumpProblems()
         self._progress = progress
         self.done = 0   # bytes of the files dumped so far
+        self.dumped = 0  # files dumped (or begun), not skipped
 
     def advance(self, nbytes: int) -> None:
         self.done += nbytes

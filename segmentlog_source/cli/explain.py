@@ -4,7 +4,9 @@ The read is planned exactly as `spark.read.format("segmentlog")` plans it, with 
 options (--option NAME=VALUE, repeatable: subscribe, startingOffsets, endingTimestamp, ...):
 through the .index and .timeindex files and a few batch headers. It prints each byte range of
 each segment the executors would read, with the offsets they keep, the total bytes and their
-share of all .log bytes under the paths.
+share of all .log bytes under the paths. Timestamp options (startingTimestamp, endingTimestamp,
+the *OffsetsByTimestamp maps) take epoch milliseconds or ISO-8601 times with a zone
+(2024-04-27T09:30:00Z, 2024-04-27T11:30:00+02:00).
 
 --where takes a SQL condition on offset, timestamp, partition and topic, comparisons joined by
 AND (=, <, <=, >, >=, IN, BETWEEN; timestamps as TIMESTAMP '2023-11-14 22:13:20', in UTC).
@@ -45,6 +47,22 @@ class Explanation:
     where: WhereClause | None
     pushdown_bytes: int | None   # what --where would read with pushdown on (None: not asked)
 
+    def __str__(self) -> str:
+        return text(self)
+
+    @property
+    def bytes(self) -> int:
+        """The bytes the read's tasks would read."""
+        return self.plan.nbytes
+
+    @property
+    def planner_bytes_read(self) -> int:
+        return self.plan.planner_io.bytes_read
+
+    @property
+    def ranges(self) -> list[dict]:
+        return _ranges(self.plan)
+
 
 def read_options(paths: list[str], pairs: list[str]) -> dict[str, str]:
     """Spark-style options from NAME=VALUE pairs, with the paths as `load()` passes them."""
@@ -63,6 +81,16 @@ def read_options(paths: list[str], pairs: list[str]) -> dict[str, str]:
     else:
         options["paths"] = json.dumps(paths)
     return options
+
+
+def explain_read(path, options: dict, where: str | None = None) -> Explanation:
+    """explain() of a path (or a list of them) and a DataFrame reader's options, given as
+    .options(**options) takes them (values as PySpark turns them into strings)."""
+    paths = [str(path)] if isinstance(path, (str, bytes)) or not hasattr(path, "__iter__") \
+        else [str(p) for p in path]
+    pairs = [f"{name}={str(value).lower() if isinstance(value, bool) else value}"
+             for name, value in options.items()]
+    return explain(paths, pairs, where)
 
 
 def explain(paths: list[str], pairs: list[str], where: str | None = None) -> Explanation:

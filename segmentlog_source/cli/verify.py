@@ -7,6 +7,10 @@ snapshot or checkpoint, an index that fails its sanity check, is not trimmed on 
 or has an entry that is not a batch start or would make a lookup skip data, and a `.txnindex`
 entry that names no ABORT marker.
 
+A problem that follows from another is listed under it, marked as such: an index that disagrees
+with a damaged batch, offsets that do not follow a damaged batch's, data lost past where a
+damaged segment's scan stopped. One flipped byte is one cause, then its echoes.
+
 Warnings (exit status 0 unless --strict) are differences that brokers legitimately produce:
 index entries DumpLogSegments --verify-index-only would report as mismatches, indexes of closed
 segments that differ from the ones rebuilt from the `.log` (follower, cleaner or restarted
@@ -54,6 +58,9 @@ class _SegmentBatches:
     def __init__(self):
         self.positions, self.base_offsets, self.last_offsets = array("q"), array("q"), array("q")
         self.record_max_timestamps = array("q")
+        # batch number -> the first error found in it (a CRC mismatch, offsets that do not fit):
+        # what an index says of a damaged batch, or what follows it, is judged against that
+        self.damage: dict[int, object] = {}
         self.abort_markers: dict[int, int] = {}   # offset -> producer id
         self.markers: dict[int, int] = {}         # every end-transaction marker's, too
         self.txn_starts: set[tuple[int, int]] = set()   # (producer id, base offset)
@@ -67,6 +74,15 @@ class _SegmentBatches:
         self.base_offsets.append(base_offset)
         self.last_offsets.append(header.last_offset)
         self.record_max_timestamps.append(record_max_timestamp)
+
+    def cause_at(self, j: int | None = None):
+        """The damage an index problem about batch `j` follows from: batch j's own, else the
+        segment's first (the index checks measure the indexes against the batches, which say
+        nothing reliable once one is damaged: offsets and timestamps are read from them).
+        None: no batch is damaged."""
+        if j is not None and j in self.damage:
+            return self.damage[j]
+        return self.damage[min(self.damage)] if self.damage else None
 
     def at_position(self, position: int) -> int | None:
         i = bisect.bisect_left(self.positions, position)
@@ -110,7 +126,7 @@ def verify_partition(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INT
         problems.located(err, path)
     snapshots = _check_small_files(log, problems)
     checker = _LogChecker(log, report, problems)
-    leo = None
+    leo, batches = None, None
     following = [s.base_offset for s in log.segments[1:]] + [None]
     earlier = _EarlierStarts(log.segments[0].base_offset if log.segments else 0)
     for segment, next_base in zip(log.segments, following):
@@ -130,8 +146,9 @@ def verify_partition(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INT
         earlier.add(batches)
     if leo is not None:
         try:
-            for what in log.lost_data(end=leo):
-                problems.error(path, None, f"data loss: {what}")
+            for what in log.lost_data(end=leo):   # (the last segment's damage may end it early)
+                problems.error(path, None, f"data loss: {what}",
+                               cause=None if batches is None else batches.cause_at())
         except CorruptDataError as err:   # a data-directory checkpoint that is no checkpoint
             problems.located(err, path)
     problems.finish()
@@ -201,21 +218,25 @@ class _LogChecker:
             self.report.size += segment.size
             for header, entry in scan:
                 self._check_batch(segment, header, entry, batches)
-        except CorruptDataError as err:
-            self.problems.located(err, segment.log_path)
+        except CorruptDataError as err:   # the batch the scan could not read is damaged
+            batches.damage.setdefault(len(batches.positions),
+                                      self.problems.located(err, segment.log_path))
             batches.complete = False
         if scan.torn_tail is not None:
             batches.torn = True
             tail = scan.torn_tail
-            self.problems.error(segment.log_path, tail.position,
-                                f"the last {tail.length} bytes are not a whole batch (a torn "
-                                "write, or garbage; broker recovery truncates them)")
+            batches.damage.setdefault(len(batches.positions), self.problems.error(
+                segment.log_path, tail.position, f"the last {tail.length} bytes are not a whole "
+                "batch (a torn write, or garbage; broker recovery truncates them)"))
         try:
             if next_base is not None and batches.complete:
                 self.sequence.next_offset_is(next_base, scan.position, next_segment=True)
             self.sequence.finish()
         except CorruptDataError as err:
-            self.problems.located(err, segment.log_path)
+            problem = self.problems.located(err, segment.log_path)
+            j = None if err.position is None else batches.at_position(err.position)
+            if j is not None:   # (a gap found at the end: the batch after it is the damaged)
+                batches.damage.setdefault(j, problem)
         except DataLossError as err:
             self.problems.error(segment.log_path, None, str(err))
         self.compacted = self.sequence.compacted
@@ -228,6 +249,7 @@ class _LogChecker:
             self.problems.error(path, where, f"last offset {header.last_offset} does not fit "
                                 f"relative to the segment base offset {segment.base_offset}")
         offsets, max_timestamp = np.empty(0, np.int64), header.max_timestamp
+        j, before = len(batches.positions), len(self.report.problems)
         if not header.crc_is_valid(entry):
             self.problems.error(path, where, f"CRC mismatch: stored {header.crc}, computed "
                                 f"{header.compute_crc(entry)}", kind="CRC mismatch")
@@ -248,11 +270,15 @@ class _LogChecker:
         try:
             self.sequence.add(header, base)
         except CorruptDataError as err:   # reported; the scan goes on from this batch
-            self.problems.located(err, path)
+            # (offsets that do not follow a damaged batch's: an echo of that damage)
+            self.problems.located(err, path, cause=batches.damage.get(j - 1))
             self.sequence.rewind(header.last_offset)
         if self.report.first_offset is None:
             self.report.first_offset = base
         self.report.last_offset = header.last_offset
+        found = [p for p in self.report.problems[before:] if p.cause is None]
+        if found:
+            batches.damage[j] = found[0]
 
     def _decode(self, header: BatchHeader, entry, batches) -> tuple[np.ndarray, int]:
         """(record offsets, max record timestamp) of a batch; structure errors raise."""
@@ -296,7 +322,8 @@ def _check_indexes(segment: LogSegment, batches: _SegmentBatches, closed: bool, 
             if not segment.active:
                 _check_largest_timestamp(time_index, batches, problems)
         if closed and offset_index is not None and time_index is not None:
-            _compare_with_rebuilt(segment, offset_index, time_index, snapshots, interval, problems)
+            _compare_with_rebuilt(segment, offset_index, time_index, snapshots, interval, problems,
+                                  batches)
     try:
         _check_txn_index(segment, batches, problems, closed, earlier, cleaned_below, log_start)
     except CorruptDataError as err:
@@ -333,23 +360,24 @@ def _check_offset_entries(index: OffsetIndex, batches: _SegmentBatches, problems
         if last is not None and offset > last:   # readers take it for where the segment ends
             problems.error(index.path, where, f"entry {i} names offset {offset}, past the "
                            f"segment's last batch (which ends at {last})",
-                           kind="entry past the end")
+                           kind="entry past the end", cause=batches.cause_at())
             continue
         j = batches.at_position(position)
         if j is None:
             problems.error(index.path, where, f"entry {i} ({offset}, {position}): byte {position} "
-                           "is not the start of a batch", kind="entry not at a batch start")
+                           "is not the start of a batch", kind="entry not at a batch start",
+                           cause=batches.cause_at())
             continue
         if batches.base_offsets[j] > offset or (j > 0 and batches.last_offsets[j - 1] >= offset):
             problems.error(index.path, where, f"entry {i} says offset {offset} is at byte "
                            f"{position}, but the batch there holds "
                            f"{batches.base_offsets[j]}..{batches.last_offsets[j]}",
-                           kind="entry at the wrong batch")
+                           kind="entry at the wrong batch", cause=batches.cause_at(j))
         elif batches.last_offsets[j] != offset:
             problems.warning(index.path, where, f"entry {i}: offset {offset}, but the batch at "
                              f"byte {position} ends at {batches.last_offsets[j]} (DumpLogSegments "
                              "mismatch; normal for follower and cleaner indexes)",
-                             kind="index mismatch")
+                             kind="index mismatch", cause=batches.cause_at(j))
 
 
 def _check_time_entries(index: TimeIndex, batches: _SegmentBatches, problems: Reporter,
@@ -363,22 +391,24 @@ def _check_time_entries(index: TimeIndex, batches: _SegmentBatches, problems: Re
         j = bisect.bisect_left(last_offsets, offset)
         if j == len(last_offsets):
             problems.error(index.path, where, f"entry {i} ({timestamp}, {offset}): offset {offset} "
-                           "is past the segment's last batch", kind="entry past the end")
+                           "is past the segment's last batch", kind="entry past the end",
+                           cause=batches.cause_at())
         elif batches.base_offsets[j] > offset:
             problems.error(index.path, where, f"entry {i} ({timestamp}, {offset}): no batch holds "
-                           f"offset {offset}", kind="entry in no batch")
+                           f"offset {offset}", kind="entry in no batch", cause=batches.cause_at(j))
         else:
             if last_offsets[j] != offset:
                 problems.warning(index.path, where, f"entry {i}: offset {offset} is not a "
                                  f"batch's last offset (DumpLogSegments 'not found'; normal for "
-                                 "3.7 and older leaders)", kind="time index offset not found")
+                                 "3.7 and older leaders)", kind="time index offset not found",
+                                 cause=batches.cause_at(j))
             # An entry is written where the running maximum rose: to the largest timestamp of
             # the batch holding its offset. Another value misleads every lookup by time.
             if batches.record_max_timestamps[j] != timestamp:
                 problems.error(index.path, where, f"entry {i}: timestamp {timestamp}, but the "
                                f"largest record timestamp of the batch holding offset {offset} "
                                f"is {batches.record_max_timestamps[j]}",
-                               kind="timestamp mismatch")
+                               kind="timestamp mismatch", cause=batches.cause_at(j))
 
 
 def _check_largest_timestamp(index: TimeIndex, batches: _SegmentBatches,
@@ -396,18 +426,19 @@ def _check_largest_timestamp(index: TimeIndex, batches: _SegmentBatches,
                        f"the last entry ({timestamp}, {offset}) is not the segment's largest "
                        f"timestamp: the batch at offsets {batches.base_offsets[j]}.."
                        f"{batches.last_offsets[j]} has {largest} (entries lost?)",
-                       kind="largest timestamp missing")
+                       kind="largest timestamp missing", cause=batches.cause_at(j))
 
 
 def _compare_with_rebuilt(segment: LogSegment, offset_index: OffsetIndex, time_index: TimeIndex,
-                          snapshots, interval: int, problems: Reporter) -> None:
+                          snapshots, interval: int, problems: Reporter,
+                          batches: _SegmentBatches) -> None:
     headers = (h for h, _ in segment.iter_headers(allow_torn_tail=True))
     # Producer snapshots inside the segment mark broker restarts, which add entries (§4.5).
     try:
         rebuilt = rebuild_indexes(headers, segment.base_offset, interval,
                                   restart_offsets=snapshots, log_path=segment.log_path)
     except CorruptDataError as err:   # batches no index can hold: nothing to compare with
-        problems.located(err, segment.log_path)
+        problems.located(err, segment.log_path, cause=batches.cause_at())
         return
     for index, expected in zip((offset_index, time_index), rebuilt):
         actual, wanted = index.entries(), expected.entries()
@@ -419,7 +450,7 @@ def _compare_with_rebuilt(segment: LogSegment, offset_index: OffsetIndex, time_i
             problems.warning(index.path, i * index.dtype.itemsize, f"differs from the index "
                              f"rebuilt from the log ({len(actual)} vs {len(wanted)} entries; "
                              f"entry {i} is {mine}, rebuilt {theirs}); normal for follower, "
-                             "cleaner and restarted segments")
+                             "cleaner and restarted segments", cause=batches.cause_at())
 
 
 def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: Reporter,
@@ -513,7 +544,7 @@ def run(args) -> int:
             report = verify_partition(part.path, index_interval_bytes=args.index_interval_bytes,
                                       fs=part.fs, progress=progress.update)
             print(report.summary(), file=out, flush=True)
-            for problem in report.problems:
-                print(f"  {problem}", file=out)
+            for line in report.report_lines():
+                print(f"  {line}", file=out)
             failed |= bool(report.errors or (args.strict and report.warnings))
     return 1 if failed else 0

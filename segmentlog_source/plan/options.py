@@ -14,6 +14,7 @@ end), and no selector reads every topic under the path. Names are checked first
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 import json
 import re
 from typing import Mapping
@@ -316,6 +317,8 @@ def _partition_map(name: str, raw: str, allowed_negative: tuple[int, ...]) -> Pa
                 partition = int(part)
             except ValueError:
                 raise BadOptionError(name, raw, f"partition {part!r} is not a number") from None
+            if "Timestamp" in name and isinstance(number, str):
+                number = _timestamp(name, number)    # an ISO-8601 time (or ms in a string)
             if not isinstance(number, int) or isinstance(number, bool):
                 raise BadOptionError(name, raw, f"{topic}-{part}: {number!r} is not an integer")
             if number < 0 and number not in allowed_negative:
@@ -326,14 +329,43 @@ def _partition_map(name: str, raw: str, allowed_negative: tuple[int, ...]) -> Pa
     return out
 
 
-def _timestamp(name: str, raw: str) -> int:
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise BadOptionError(name, raw, "expected milliseconds since the epoch") from None
+def _timestamp(name: str, raw) -> int:
+    """Milliseconds since the epoch, given as such (Spark's Kafka source takes only these) or
+    as an ISO-8601 time with an explicit zone (`2018-08-15T03:00:00Z`, `...+02:00`): a
+    segmentlog addition. A time without a zone is refused, since which zone was meant is not
+    known; a finer one than Kafka's milliseconds too, since no record's timestamp is between."""
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        value = raw
+    else:
+        text = str(raw).strip()
+        try:
+            value = int(text)
+        except ValueError:
+            value = _iso_timestamp(name, raw, text)
     if value < 0:
         raise BadOptionError(name, raw, "a timestamp cannot be negative")
     return value
+
+
+_ISO_EXAMPLE = "e.g. 2018-08-15T03:00:00Z, 2018-08-15T05:00:00+02:00 or 1534302000000"
+
+
+def _iso_timestamp(name: str, raw, text: str) -> int:
+    # (fromisoformat of Python 3.10 does not read a trailing Z)
+    iso = text[:-1] + "+00:00" if text[-1:] in ("Z", "z") else text
+    try:
+        when = datetime.fromisoformat(iso)
+    except ValueError:
+        raise BadOptionError(name, raw, f"expected milliseconds since the epoch or an ISO-8601 "
+                             f"time with a zone, {_ISO_EXAMPLE}") from None
+    if when.tzinfo is None or when.utcoffset() is None:
+        raise BadOptionError(name, raw, "an ISO-8601 time needs a zone (Z for UTC, or +HH:MM): "
+                             f"which one is meant is not known; {_ISO_EXAMPLE}")
+    if when.microsecond % 1000:
+        raise BadOptionError(name, raw, "Kafka timestamps are milliseconds: give at most three "
+                             "digits after the seconds")
+    delta = when - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
 
 
 def _bound(opts: dict, which: str, default: int, stream: bool = False) -> BoundSpec:

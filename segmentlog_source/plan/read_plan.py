@@ -396,6 +396,20 @@ def _each_in_order(plan_one, partitions, parallelism: int):
         yield from each_in_order(plan_one, partitions[1:], parallelism, ahead=4 * parallelism)
 
 
+# How many times a partition is listed again when a file it listed is gone before the planner
+# opened it (retention ran meanwhile): a log changing that fast fails with DataLossError.
+RELISTS_ON_DELETION = 3
+
+
+def _listed_file_gone(err: Exception, source) -> str | None:
+    """The file of the partition directory `err` says is not there (None: another error)."""
+    path = getattr(err, "missing_path", None)
+    if not isinstance(err, LogNotFoundError) or path is None or source.path is None:
+        return None
+    directory = source.path.rstrip("/") + "/"
+    return path if str(path).startswith(directory) else None
+
+
 def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPlan:
     stats = IOStats()
     found = partition_sources(opts, stats)
@@ -417,6 +431,32 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
                 and row_filter.selects(p.topic, p.partition)]
 
     def plan_one(source):
+        # A file the listing named may be gone when the planner opens it: retention deleted
+        # the segment meanwhile (a live broker's log.dirs). The partition is listed and planned
+        # again: a range that no longer needs the segment is planned without it, and one that
+        # does fails on the offsets it lacks, as any read below the log start does.
+        gone = None
+        for attempt in range(RELISTS_ON_DELETION + 1):
+            try:
+                return _plan_source(source)
+            except DataLossError as err:
+                if gone is None:
+                    raise
+                raise DataLossError(f"{err}; {gone} was listed, then deleted (by retention) "
+                                    "while the read was planned") from None
+            except LogNotFoundError as err:
+                gone = _listed_file_gone(err, source)
+                if gone is None:
+                    raise
+                if attempt == RELISTS_ON_DELETION:
+                    raise DataLossError(
+                        f"{gone} is gone since the read was planned (deleted by retention, or "
+                        f"replaced by compaction), {RELISTS_ON_DELETION + 1} times in a row: the "
+                        f"log of {source.topic}-{source.partition} changes faster than it can "
+                        "be planned; run the query again") from None
+                source.fs.forget(source.path)
+
+    def _plan_source(source):
         part = ReadPlan([])    # this partition's notes, merged in partition order below
         try:
             log, lost = source.open(stats=stats, salvage=not opts.fail_on_data_loss)
@@ -433,7 +473,7 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
             # (a timestamp bound needs the indexes' ListOffsets, read_committed the aborted
             # transactions they list: without them no salvage returns only the right rows)
             if (opts.fail_on_data_loss or opts.read_committed or opts.starting.by_timestamp()
-                    or opts.ending.by_timestamp()):
+                    or opts.ending.by_timestamp() or _listed_file_gone(err, source)):
                 raise
             # Salvaging: what could not be planned through the indexes is read whole.
             part.notes.append(f"{err}: reading the segments of {log.name} whole")

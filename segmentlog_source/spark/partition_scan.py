@@ -9,13 +9,15 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
-from ..errors import CorruptDataError, FileChangedError
+from ..errors import CorruptDataError, FileChangedError, SegmentLogError
 from ..plan.options import ReadOptions
 from ..plan.predicates import fold
 from ..plan.read_plan import ReadGroup
 from ..plan.view_plan import SegmentRef
+from .error_lines import raised_alone
 from .metadata_views import BatchesScan, SegmentsScan
 from .reader import GroupScan, ScanSettings
+from .worker_logs import info_to_worker_logs
 
 SKIP_HINT = "failOnDataLoss=false reads what is readable around it"
 
@@ -45,6 +47,7 @@ def scan_partition(partition, opts: ReadOptions, predicates: tuple = (), decodin
     """The Arrow batches of one InputPartition (`predicates`: WHERE clauses pushed down;
     `decoding`: the values/ decoders adding key_decoded/value_decoded, or None; `projection`:
     the view's columns a user's schema names, or None)."""
+    info_to_worker_logs()   # (each task's line of what it read: worker_logs.py)
     group = getattr(partition, "group", None)
     segments = getattr(partition, "segments", None)
     if group is None and segments is None:
@@ -72,7 +75,9 @@ def _scan(scan: GroupScan, fail_on_data_loss: bool):
     try:
         yield from scan
     except CorruptDataError as err:
-        raise with_hint(err, fail_on_data_loss) from None
+        raise raised_alone(with_hint(err, fail_on_data_loss)) from None
+    except SegmentLogError as err:   # (without its traceback: error_lines.py)
+        raise raised_alone(err) from None
 
 
 def _empty_batch(schema: pa.Schema) -> pa.RecordBatch:

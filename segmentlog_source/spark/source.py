@@ -8,8 +8,8 @@ with its name; the one warning about ignored options waits for `reader()` (once 
 `read()` through `self` (PySpark pickles the reader before calling it), so all a task needs
 travels in its InputPartition.
 
-Errors say what to do on their first line (after Spark's PYTHON_DATA_SOURCE_ERROR prefix and
-the traceback): the reader completes the storage layer's errors with the option that helps.
+Errors say what to do on their first line, which comes first in what PySpark shows
+(error_lines.py): the reader completes the storage layer's errors with the option that helps.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import logging
 
 from pyspark.sql.datasource import DataSource, DataSourceReader
 
-from ..errors import BadOptionError, CorruptDataError, LogNotFoundError
+from ..errors import BadOptionError, CorruptDataError, LogNotFoundError, SegmentLogError
 from ..plan.option_names import ignored_warning
 from ..plan.options import parse_read_options
 from ..plan.predicates import fold
@@ -26,10 +26,12 @@ from ..plan.read_plan import plan_read
 from ..plan.stream_options import parse_stream_options
 from ..plan.value_options import resolve_decoding
 from ..plan.view_plan import segment_groups
+from .error_lines import errors_alone, raised_alone
 from .filters import to_predicate
 from .partition_scan import (SegmentLogInputPartition, SegmentsInputPartition, scan_partition,
                              with_hint)
 from .schema import spark_schema, view_projection, with_decoded
+from .worker_logs import info_to_worker_logs
 
 log = logging.getLogger("segmentlog")
 
@@ -56,13 +58,17 @@ class SegmentLogReader(DataSourceReader):
         self.predicates: tuple = ()
 
     def partitions(self):
+        info_to_worker_logs()   # (the plan's line below: worker_logs.py)
+        # (a segmentlog error is raised without its traceback: error_lines.py)
         try:
             plan = plan_read(self.opts, fold(list(self.predicates)))
         except CorruptDataError as err:
-            raise with_hint(err, self.opts.fail_on_data_loss) from None
+            raise raised_alone(with_hint(err, self.opts.fail_on_data_loss)) from None
         except LogNotFoundError as err:
             hint = PATH_HINT if str(err).startswith("no such file") else LOG_DIR_HINT
-            raise LogNotFoundError(f"{err}: {hint}") from None
+            raise raised_alone(LogNotFoundError(f"{err}: {hint}")) from None
+        except SegmentLogError as err:
+            raise raised_alone(err) from None
         for note in plan.notes:
             log.warning("segmentlog: %s", note)
         log.info("segmentlog: planned %d partitions, %d bytes of %s (planner read %d bytes in %d "
@@ -114,7 +120,9 @@ class SegmentLogDataSource(DataSource):
         options.setdefault("pushdown", str(self.pushdown_default).lower())
         return parse_read_options(options)
 
+    @errors_alone
     def schema(self):
+        info_to_worker_logs()
         # load() does not say whether a batch query or a stream follows: a batch read's
         # options, else a stream's; reader() and streamReader() warn of ignored options
         try:
@@ -131,6 +139,7 @@ class SegmentLogDataSource(DataSource):
             return with_decoded(opts.include_payload, opts.include_headers, decoding.fields())
         return spark_schema(opts.include_payload, opts.include_headers, opts.view)
 
+    @errors_alone
     def reader(self, schema):
         opts = self._read_options()
         decoding = resolve_decoding(opts)
@@ -141,6 +150,7 @@ class SegmentLogDataSource(DataSource):
         reader = SegmentLogPushdownReader if opts.pushdown else SegmentLogReader
         return reader(options, decoding, projection)
 
+    @errors_alone
     def streamReader(self, schema):
         """`spark.readStream.format("segmentlog").load(path)`: spark/stream_reader.py."""
         from .stream_reader import SegmentLogStreamReader
@@ -151,12 +161,14 @@ class SegmentLogDataSource(DataSource):
         _warn_ignored(opts.read.ignored)
         return SegmentLogStreamReader(opts, decoding)
 
+    @errors_alone
     def writer(self, schema, overwrite):
         """`df.write...mode("append").save(path)`: spark/writer.py."""
         from .writer import batch_writer
 
         return batch_writer(dict(self.options), schema, overwrite)
 
+    @errors_alone
     def streamWriter(self, schema, overwrite):
         """`df.writeStream...start(path)`: spark/stream_writer.py."""
         from .stream_writer import stream_writer

@@ -369,7 +369,8 @@ def test_files_that_are_not_segment_files(tmp_path):
     assert err.splitlines() == [
         f"Ignoring {names[0]}: the partition's leader epochs (a text checkpoint: read it as text)",
         f"Ignoring unknown file {names[1]}",
-        f"Ignoring {names[2]}: it is a directory (pass the files in it)",
+        f"Ignoring {names[2]}: it is a directory (--files takes files; `segmentlog dump "
+        f"{names[2]}` dumps the files in it)",
         f"Ignoring {names[3]}: the log cleaner's progress (a text checkpoint)",
         f"Ignoring {names[4]}: its name has no suffix, so its kind is unknown (expected .log, "
         ".checkpoint, .index, .timeindex, .txnindex or .snapshot)"]
@@ -444,3 +445,48 @@ def test_piping_into_head_ends_quietly():
                             shell=True, capture_output=True, text=True, timeout=600)
     assert result.stdout == f"Dumping {log}\n"
     assert result.stderr == ""
+
+
+# -- directories (issue #35) ------------------------------------------------------------------
+
+def test_dump_of_a_partition_directory_is_every_file_in_segment_order(tmp_path):
+    partition = shared_fixture("kafka-real", "william0423-kafka", "debug_topic-0")
+    result = run_cli("dump", partition)
+    assert result.returncode == 0, result.stderr
+    names = ["00000000000000000000.log", "00000000000000000000.index",
+             "00000000000000000000.timeindex", "00000000000000000030.snapshot",
+             "00000000000000000040.snapshot"]
+    dumping = [line for line in result.stdout.splitlines() if line.startswith("Dumping ")]
+    assert dumping == [f"Dumping {partition / n}" for n in names]
+    # each file as --files prints it, in that order
+    by_files = run_cli("dump", "--files", ",".join(str(partition / n) for n in names))
+    assert by_files.returncode == 0 and by_files.stdout == result.stdout
+
+
+def test_dump_of_a_data_directory_goes_partition_by_partition():
+    root = shared_fixture("kafka-real", "william0423-kafka")
+    result = run_cli("dump", root)
+    assert result.returncode == 0, result.stderr
+    dumping = [line.split()[1] for line in result.stdout.splitlines()
+               if line.startswith("Dumping ")]
+    assert [Path(d).parent.name for d in dumping][0] == "__consumer_offsets-28"
+    assert dumping[-1].endswith("debug_topic-0/00000000000000000040.snapshot")
+
+
+def test_files_naming_only_a_directory_dumps_nothing_and_fails():
+    partition = shared_fixture("kafka-real", "william0423-kafka", "debug_topic-0")
+    result = run_cli("dump", "--files", partition)
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert lines[0] == (f"Ignoring {partition}: it is a directory (--files takes files; "
+                        f"`segmentlog dump {partition}` dumps the files in it)")
+    assert lines[1].startswith("segmentlog: option --files=")
+    assert ": no segment, index or snapshot file was dumped" in lines[1]
+
+
+def test_dump_without_files_or_directories_names_both():
+    result = run_cli("dump")
+    assert result.returncode == 2
+    assert result.stderr.startswith("segmentlog dump: give partition or data directories "
+                                    "(segmentlog dump DIR) or --files F1,F2,...")
+    assert "usage: segmentlog dump" in result.stderr

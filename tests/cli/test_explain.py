@@ -168,3 +168,31 @@ def test_contradictory_where_reads_nothing(data, capsys):
     plan = explain_json(capsys, data, "--option", "pushdown=true",
                         "--where", "offset > 10 AND offset < 5")
     assert plan["ranges"] == [] and plan["bytes"] == 0 and plan["tasks"] == 0
+
+
+# -- a segment without index files (issue #35) --------------------------------------------------
+
+INDEXLESS = ("kafka-real", "suryavansh-food-ordering", "_confluent-metrics-4")   # 150,125 bytes
+
+
+@pytest.mark.parametrize("options", [
+    ["startingTimestamp=1714213000000", "endingTimestamp=1714214000000"],   # 1,000 s
+    ["startingTimestamp=1714208944622"],
+    ["startingOffsets={\"_confluent-metrics\":{\"4\":100}}",
+     "endingOffsets={\"_confluent-metrics\":{\"4\":200}}"],
+    ["endingTimestamp=1714227038861"],
+])
+def test_planning_without_index_files_reads_each_byte_at_most_once(options):
+    from tests.conftest import shared_fixture
+    partition = shared_fixture(*INDEXLESS)
+    assert not list(partition.glob("*.index")) and not list(partition.glob("*.timeindex"))
+    args = ["explain", partition, "--json"]
+    for option in options:
+        args += ["--option", option]
+    result = run_cli(*args)
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout)
+    log_bytes = (partition / "00000000000000000000.log").stat().st_size
+    assert plan["logBytes"] == log_bytes
+    assert 0 < plan["plannerBytesRead"] <= log_bytes    # 170,554 bytes in 109 requests before
+    assert plan["ranges"]

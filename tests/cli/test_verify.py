@@ -239,3 +239,41 @@ def test_no_partitions_is_bad_input(tmp_path):
     assert result.returncode == 2
     assert result.stderr.startswith("segmentlog: no Kafka partition directories")
     assert len(result.stderr.splitlines()) == 1
+
+
+# -- causes first, their echoes marked (issue #35) --------------------------------------------
+
+DEBUG_TOPIC = ("william0423-kafka", "debug_topic-0")
+
+
+def test_a_flipped_byte_in_the_middle_is_one_cause_and_its_echoes(tmp_path):
+    partition = writable_copy(shared_fixture("kafka-real", *DEBUG_TOPIC), tmp_path / DEBUG_TOPIC[1])
+    log = partition / "00000000000000000000.log"
+    flip_byte(log, log.stat().st_size // 2)    # byte 441: the maxTimestamp of the batch at 401
+    result = run_cli("verify", partition)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines[0].endswith("883 bytes: 1 error, 2 more problems following from it")
+    assert lines[1].startswith(f"  error: {log} at byte 401: CRC mismatch")
+    # before: an error and a warning in the .timeindex, side by side with the CRC mismatch
+    assert [line.split(": ")[0:2] for line in lines[2:]] == [
+        ["    follows from the above, not a separate fault", "error"],
+        ["    follows from the above, not a separate fault", "warning"]]
+    assert all(".timeindex" in line for line in lines[2:])
+
+
+def test_any_flipped_byte_of_a_log_has_its_causes_in_the_log(tmp_path):
+    """Flip each byte of the segment in turn: whatever the indexes then disagree with follows
+    from the damage the .log shows (offsets lie outside the CRC, so not every flip is a CRC
+    mismatch), and the causes are all in the .log."""
+    partition = writable_copy(shared_fixture("kafka-real", *DEBUG_TOPIC), tmp_path / DEBUG_TOPIC[1])
+    log = partition / "00000000000000000000.log"
+    original = log.read_bytes()
+    for position in range(len(original)):
+        log.write_bytes(original[:position] + bytes([original[position] ^ 0xFF])
+                        + original[position + 1:])
+        # (no assertion that there is an error: the leader epoch's bytes are outside every
+        # check, and a flip there is none)
+        report = verify_partition(str(partition))
+        assert [p.path for p in report.causes] == [str(log)] * len(report.causes), (
+            position, [str(p) for p in report.causes])

@@ -30,6 +30,40 @@ def test_json_offsets_and_precedence_of_timestamps():
     assert o.starting.global_timestamp == 1700000000000  # startingTimestamp wins, as in Spark
 
 
+@pytest.mark.parametrize("text,ms", [
+    ("2018-08-15T03:00:00Z", 1534302000000),
+    ("2018-08-15T03:00:00z", 1534302000000),
+    ("2018-08-15T05:00:00+02:00", 1534302000000),
+    ("2018-08-14T23:00:00.250-04:00", 1534302000250),
+    ("  2018-08-15 03:00:00+00:00 ", 1534302000000),
+    ("1534302000000", 1534302000000),
+])
+def test_timestamps_are_milliseconds_or_iso_8601_with_a_zone(text, ms):
+    o = parse(startingTimestamp=text, endingOffsetsByTimestamp=f'{{"t":{{"0":"{text}"}}}}')
+    assert o.starting.global_timestamp == ms
+    assert o.ending.timestamps == {"t": {0: ms}}
+
+
+@pytest.mark.parametrize("name,value,says", [
+    ("startingTimestamp", "2018-08-15T03:00:00", "option startingTimestamp='2018-08-15T03:00:00'"
+     ": an ISO-8601 time needs a zone (Z for UTC, or +HH:MM)"),
+    ("endingTimestamp", "2018-08-15", "option endingTimestamp='2018-08-15': an ISO-8601 time "
+     "needs a zone"),
+    ("endingOffsetsByTimestamp", '{"t":{"0":"2018-08-15T03:00:00"}}',
+     "option endingOffsetsByTimestamp='2018-08-15T03:00:00': an ISO-8601 time needs a zone"),
+    ("startingTimestamp", "2018-08-15T03:00:00.000100Z", "Kafka timestamps are milliseconds"),
+    ("startingTimestamp", "1969-12-31T23:59:59Z", "a timestamp cannot be negative"),
+    ("startingTimestamp", "last tuesday", "expected milliseconds since the epoch or an "
+     "ISO-8601 time with a zone, e.g. 2018-08-15T03:00:00Z"),
+])
+def test_a_time_without_a_zone_is_an_error_naming_the_option(name, value, says):
+    with pytest.raises(BadOptionError) as err:
+        parse(**{name: value})
+    message = str(err.value)
+    assert message.startswith(f"option {name}="), message
+    assert says in message, message
+
+
 @pytest.mark.parametrize("name,value", [
     ("startingOffsets", "latest"),
     ("endingOffsets", "earliest"),

@@ -358,7 +358,8 @@ def committed_offsets(partition_dir: Path) -> set[int]:
     return keep
 
 
-_OWN_LINE = re.compile(r"^segmentlog_source\.errors\.\w+: (.*)$", re.M)
+# (a line of its own after a traceback, or, without one, right after Spark's prefix)
+_OWN_LINE = re.compile(r"(?:^|: )segmentlog_source\.errors\.\w+: (.*)$", re.M)
 
 
 def segmentlog_message(error: BaseException) -> str:

@@ -117,3 +117,42 @@ def test_overwrite_says_to_append(spark, tmp_path):
     first = _first_line(lambda: _save(spark, tmp_path / "out", "overwrite"))
     assert first.startswith("option mode='overwrite': not allowed") and '.mode("append")' in first
     assert not (tmp_path / "out").exists()
+
+
+# -- the first line a person sees (issue #35) --------------------------------------------------
+
+PLANNING_PREFIX = ("[PYTHON_DATA_SOURCE_ERROR] Failed to generate Python data source read "
+                   "partitions: ")
+
+
+def test_a_planning_error_says_what_is_wrong_on_its_first_line(spark, small_log):
+    """Spark's prefix, then segmentlog's message: not 'Traceback (most recent call last):' with
+    the message after the frames (PySpark's worker sends a segmentlog error without its
+    traceback: spark/error_lines.py)."""
+    with pytest.raises(Exception) as err:
+        read(spark, small_log, startingOffsets='{"orders":{"0":1000}}').count()
+    first = str(err.value).splitlines()[0]
+    assert first.startswith(PLANNING_PREFIX + "segmentlog_source.errors.DataLossError: "
+                            "startingOffsets: offset 1000 of orders-0 is outside the log"), first
+    assert "Traceback" not in str(err.value)
+
+
+def test_a_bad_option_at_load_says_what_is_wrong_on_its_first_line(spark, small_log):
+    with pytest.raises(Exception) as err:
+        read(spark, small_log, startingTimestamp="2018-08-15T03:00:00").count()
+    first = str(err.value).splitlines()[0]
+    assert first.startswith("[PYTHON_DATA_SOURCE_ERROR] Failed to create Python data source "
+                            "instance: segmentlog_source.errors.BadOptionError: option "
+                            "startingTimestamp='2018-08-15T03:00:00': an ISO-8601 time needs a "
+                            "zone"), first
+
+
+def test_a_damaged_file_met_by_a_task_names_it_first(spark, small_log, tmp_path):
+    segment = _damaged(small_log, tmp_path, "flip")
+    with pytest.raises(Exception) as err:
+        read(spark, tmp_path / "copy").count()
+    text = str(err.value)
+    own = [line for line in text.splitlines() if "segmentlog_source.errors." in line]
+    assert own and own[0].split("segmentlog_source.errors.CorruptDataError: ")[1].startswith(
+        f"orders-0/{segment.name} at byte "), text[:2000]
+    assert "Traceback (most recent call last)" not in text.split("segmentlog_source.errors.")[0]

@@ -33,7 +33,7 @@ def _not_a_file(path: str, mode: int) -> CorruptDataError:
 def _missing(path: str) -> Exception:
     if os.path.islink(path):
         return CorruptDataError(f"a dangling symbolic link (to {os.readlink(path)!r})", path)
-    return LogNotFoundError(f"no such file: {path}")
+    return LogNotFoundError.of_file(f"no such file: {path}", path)
 
 
 def open_regular(path: str, flags: int) -> int:

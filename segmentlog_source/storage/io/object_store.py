@@ -205,7 +205,7 @@ class ObjectStoreFileSystem:
             return self._tree.sizes[path]
         info = self._info(path)
         if info.type != pafs.FileType.File:
-            raise LogNotFoundError(f"no such object: {path}")
+            raise LogNotFoundError.of_file(f"no such object: {path}", path)
         return info.size
 
     def mtime_ms(self, path: str) -> int:

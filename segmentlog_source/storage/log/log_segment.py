@@ -10,6 +10,7 @@ from typing import Iterator
 from ...errors import CorruptDataError
 from ...format.batch import DEFAULT_MAX_BATCH_BYTES, INT32_MAX, V2_HEADER_SIZE, BatchHeader
 from ..io.local import LOCAL
+from ..io.read_once import ReadOnceFiles
 from ..io.stats import IOStats
 from ..log_files import (INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
                          file_name)
@@ -34,7 +35,7 @@ class LogSegment:
     def __init__(self, directory: str, base_offset: int, fs=LOCAL, *, log_path: str | None = None,
                  active: bool = False, max_index_bytes: int = DEFAULT_MAX_INDEX_BYTES,
                  stats: IOStats | None = None, rebuild_bad_indexes: bool = False,
-                 files_prefix: str | None = None):
+                 files_prefix: str | None = None, read_once: bool = False):
         self.directory = directory
         self.base_offset = base_offset
         self.fs = fs
@@ -64,6 +65,9 @@ class LogSegment:
         # instead of failing the read; index_problem says why.
         self.rebuild_bad_indexes = rebuild_bad_indexes
         self.index_problem: CorruptDataError | None = None
+        # A reader's segment without index files reads each `.log` byte once (read_once.py):
+        # its indexes are rebuilt by a walk of its headers, and lookups return to those bytes.
+        self.read_once = read_once
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path!r})"
@@ -120,6 +124,8 @@ class LogSegment:
                 self.index_problem = err
         # What the broker does at load when `.index` is missing (or, salvaging, unusable):
         # rebuild, here in memory.
+        if self.read_once and not isinstance(self.fs, ReadOnceFiles):
+            self.fs = ReadOnceFiles(self.fs, self.log_path, self.stats)
         headers = (h for h, _ in self.iter_headers(allow_torn_tail=self.active
                                                    or self.rebuild_bad_indexes))
         self._offset_index, self._time_index = rebuild_indexes(
@@ -130,7 +136,10 @@ class LogSegment:
         """Let go of a reader's loaded offset and time indexes; the next use opens (and checks)
         them again. A planner calls it once it has what it needs of a segment: a mapped index
         holds a file descriptor (and an object store's, its bytes), and a log may have tens of
-        thousands of segments. Indexes rebuilt from the `.log` or appended to are kept."""
+        thousands of segments. Indexes rebuilt from the `.log` or appended to are kept; the
+        `.log` bytes kept for them (read_once.py) are let go."""
+        if isinstance(self.fs, ReadOnceFiles):
+            self.fs.release()
         if not self._indexes_from_files or any(
                 index is not None and index.writable
                 for index in (self._offset_index, self._time_index)):

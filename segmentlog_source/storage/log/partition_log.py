@@ -92,7 +92,7 @@ class PartitionLog:
         # An unfinished swap is read as if it had finished; marker files are ignored (§9.1).
         files = plan_files(fs, path)
         segments = [LogSegment(path, base, fs, log_path=fs.join(path, name), stats=stats,
-                               rebuild_bad_indexes=salvage)
+                               rebuild_bad_indexes=salvage, read_once=True)
                     for base, name in sorted(files.logs.items())]
         if segments:
             segments[-1].active = True
