@@ -47,9 +47,15 @@ def run_on_terminal(*args, cwd=None) -> tuple[int, str]:
     return process.returncode, b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
 
 
+ANSI_SGR = re.compile(r"\x1b\[[0-9;]*m")
+
+
 def visible_lines(output: str) -> list[str]:
     """The lines a terminal shows at the end: what follows the last carriage return of each
-    line (the bar is drawn after a \\r and cleared with one), empty ones dropped."""
+    line (the bar is drawn after a \\r and cleared with one), colour codes (which show nothing:
+    numba resets the terminal's colours at exit where colorama is installed) and empty lines
+    dropped."""
+    output = ANSI_SGR.sub("", output)
     return [line.rsplit("\r", 1)[-1].rstrip() for line in output.split("\n")
             if line.rsplit("\r", 1)[-1].strip()]
 
