@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from segmentlog_source import compat
+from segmentlog_source.errors import SegmentLogError
 from tests.spark.option_cases import FIRST_LINE_LIMIT, segmentlog_message
 
 
@@ -20,7 +21,9 @@ def assert_refused(action, feature: str, option: str | None = None) -> str:
         action()
     text = str(err.value)
     assert "ModuleNotFoundError" not in text and "ImportError" not in text, text[:3000]
-    first = segmentlog_message(err.value)
+    # raised in this process (register()), or by a Python worker inside what Spark raised
+    first = str(err.value).splitlines()[0] if isinstance(err.value, SegmentLogError) \
+        else segmentlog_message(err.value)
     _, release, what = compat.FEATURES[feature]
     assert first.startswith(f"option {option}: " if option else what), first
     assert f"{what} needs PySpark {release} or later (this is PySpark {compat.VERSION})" \

@@ -15,6 +15,7 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
+import segmentlog_source
 from segmentlog_source.cli.generate import generate_log
 from segmentlog_source.spark.register import PUSHDOWN_CONF
 from tests.compat.helpers import assert_refused, has
@@ -150,6 +151,8 @@ def test_where_pushdown(spark, log_dir, full):
         return read(spark, log_dir, pushdown="true")
     if not has("pushdown"):
         assert_refused(load, "pushdown", option="pushdown")
+        assert_refused(lambda: segmentlog_source.register(spark, pushdown=True), "pushdown")
+        assert spark.conf.get(PUSHDOWN_CONF, None) is None     # nothing was set
         return
     where = (F.col("offset") >= 200) & (F.col("partition") == 1)
     # PySpark calls pushFilters (and refuses it without its conf): the filter reaches the reader
