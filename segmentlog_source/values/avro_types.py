@@ -10,7 +10,7 @@ SchemaConverters), and the form of each schema fastavro decodes fastest into Arr
     union [int, long] / [float, double]    bigint / double
     any other union                        struct<member0, member1, ...> (one set per row)
     date (int)                             date
-    time-millis (int) / time-micros (long) int / time(6)
+    time-millis (int) / time-micros (long) int / time(6) (PySpark 4.1 on: compat.TimeType)
     timestamp-millis/-micros (long)        timestamp
     local-timestamp-millis/-micros (long)  timestamp_ntz
     decimal (bytes, fixed)                 decimal(precision, scale)
