@@ -47,8 +47,8 @@ HAS_READ_LIMITS = _stream_datasource is not None
 # feature -> (whether this PySpark has it, the first release that has it, what it is)
 FEATURES = {
     "pushdown": (HAS_FILTER_PUSHDOWN, "4.1", "WHERE-clause pushdown"),
-    "read limits": (HAS_READ_LIMITS, "4.2", "a stream's read limits"),
-    "time type": (HAS_TIME_TYPE, "4.1", "Avro time-micros values (Spark's TIME type)"),
+    "read limits": (HAS_READ_LIMITS, "4.2", "a read limit on a stream"),
+    "time type": (HAS_TIME_TYPE, "4.1", "an Avro time-micros field (Spark's TIME type)"),
 }
 
 # The stream options that set read limits (plan/stream_options.py parses them).
