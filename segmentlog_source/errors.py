@@ -106,6 +106,23 @@ def _shown(value: object) -> str:
     return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS - 3] + "..."
 
 
+class NeedsNewerPySparkError(SegmentLogError, ValueError):
+    """A feature the installed PySpark's Python Data Source API lacks (compat.py knows which),
+    refused at load() or start(): one line names the feature (and the option asking for it)
+    and the PySpark release that has it."""
+
+    def __init__(self, feature: str, release: str, installed: str, option: str | None = None):
+        self.feature, self.release, self.installed, self.option = \
+            feature, release, installed, option
+        message = (f"{feature} needs PySpark {release} or later (this is PySpark {installed}); "
+                   "upgrade PySpark")
+        super().__init__(message if option is None else f"option {option}: {message} or "
+                         "remove the option")
+
+    def __reduce__(self):
+        return (type(self), (self.feature, self.release, self.installed, self.option))
+
+
 class UnrepresentableValueError(SegmentLogError):
     """A value the log holds that Spark's types cannot (a timestamp whose microseconds pass a
     long): Spark's Kafka source fails on it too, with an ArithmeticException."""

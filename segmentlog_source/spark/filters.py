@@ -9,13 +9,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from pyspark.sql.datasource import (EqualNullSafe, EqualTo, Filter, GreaterThan,
-                                    GreaterThanOrEqual, In, LessThan, LessThanOrEqual)
-
+from ..compat import FILTER_OPS as _OPS
 from ..plan.predicates import Predicate, accepts
 
-_OPS = {EqualTo: "=", EqualNullSafe: "=", GreaterThan: ">", GreaterThanOrEqual: ">=",
-        LessThan: "<", LessThanOrEqual: "<=", In: "in"}
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
@@ -38,7 +34,7 @@ def _convert(column: str, value):
     return None
 
 
-def to_predicate(f: Filter) -> Predicate | None:
+def to_predicate(f) -> Predicate | None:
     """The predicate for `f`, or None if the reader cannot apply it exactly."""
     op = _OPS.get(type(f))
     attribute = getattr(f, "attribute", ())

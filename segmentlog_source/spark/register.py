@@ -12,11 +12,13 @@ def register(spark, pushdown: bool = False):
     the (internal) Spark conf that PySpark requires for it. Read the README's pushdown rule
     first: PySpark 4.3 reuses one DataFrame's pushed-down plan for later queries on it.
     """
+    from .. import compat
     from .source import SegmentLogDataSource, SegmentLogPushdownDataSource
 
     if pushdown:
+        compat.require("pushdown")
         spark.conf.set(PUSHDOWN_CONF, "true")
         spark.dataSource.register(SegmentLogPushdownDataSource)
         return SegmentLogPushdownDataSource
-    spark.dataSource.register(SegmentLogDataSource)
+    compat.register_data_source(spark, SegmentLogDataSource)
     return SegmentLogDataSource

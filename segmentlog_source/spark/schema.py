@@ -7,9 +7,10 @@ letter: `binary` not `large_binary`, `int32` for int, `timestamp[us, tz=UTC]`, s
 from __future__ import annotations
 
 import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, IntegerType, LongType,
                                StringType, StructField, StructType, TimestampType)
+
+from .. import compat
 
 HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
@@ -91,7 +92,7 @@ def with_decoded(include_payload: bool, include_headers: bool, decoded: list[Str
 
 def arrow_schema_of(schema: StructType) -> pa.Schema:
     """The Arrow schema Spark expects batches of `schema` in (to the letter)."""
-    return to_arrow_schema(schema, timezone="UTC")
+    return compat.to_arrow_schema(schema)
 
 
 def view_projection(view: str, given: StructType) -> tuple[tuple[str, str], ...] | None:

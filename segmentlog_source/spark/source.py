@@ -18,6 +18,7 @@ import logging
 
 from pyspark.sql.datasource import DataSource, DataSourceReader
 
+from .. import compat
 from ..errors import BadOptionError, CorruptDataError, LogNotFoundError, SegmentLogError
 from ..plan.option_names import ignored_warning
 from ..plan.options import parse_read_options
@@ -132,6 +133,8 @@ class SegmentLogDataSource(DataSource):
                 opts = parse_stream_options(dict(self.options)).read
             except BadOptionError:
                 raise batch_error from None
+        if opts.pushdown:
+            compat.require("pushdown", option="pushdown")
         if opts.assign is None and opts.subscribe is None and opts.subscribe_pattern is None:
             log.info("segmentlog: reading %s", opts.describe_selection())
         decoding = resolve_decoding(opts)
@@ -155,6 +158,7 @@ class SegmentLogDataSource(DataSource):
         """`spark.readStream.format("segmentlog").load(path)`: spark/stream_reader.py."""
         from .stream_reader import SegmentLogStreamReader
 
+        compat.require_read_limits(self.options)
         opts = parse_stream_options(dict(self.options))
         decoding = resolve_decoding(opts.read)
         _check_schema(schema, opts.read, decoding)

@@ -22,9 +22,9 @@ import logging
 import time
 
 from pyspark.sql.datasource import DataSourceStreamReader
-from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows,
-                                              ReadMinRows, SupportsTriggerAvailableNow)
 
+from ..compat import (ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows,
+                      SupportsTriggerAvailableNow)
 from ..errors import BadOptionError, DataLossError
 from ..plan.admission import Offsets, backlog, rate_limit
 from ..plan.options import EARLIEST, LATEST, BoundSpec
@@ -66,6 +66,7 @@ class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self.decoding = decoding
         self.target: Offsets | None = None      # Trigger.AvailableNow: the end seen at start
         self.latest: Offsets = {}               # the ends the last latestOffset saw
+        self.handed: Offsets = {}               # the offsets the last latestOffset returned
         self.topic_ids: dict = {}               # partition -> the topic id first seen there
         self.last_trigger = time.monotonic()    # when the last micro-batch was admitted
 
@@ -82,8 +83,11 @@ class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         return ({tp: o.log_start for tp, o in found.items()},
                 {tp: o.end for tp, o in found.items()})
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        begin = from_json(start)
+    def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
+        """PySpark 4.2 on: the end of the next micro-batch from `start` under `limit`.
+        4.0 and 4.1 call it with neither (compat.py): everything there, from the offsets it
+        returned last (none after a restart: partitions() skips what a batch already read)."""
+        begin = from_json(start) if start is not None else dict(self.handed)
         log_starts, ends = self._ends()
         self.latest = ends
         if self.target is not None:
@@ -94,10 +98,11 @@ class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         # decides what its loss means)
         begin = {**{tp: log_starts[tp] for tp in ends if tp not in begin}, **begin}
         ends = {**begin, **{tp: max(e, begin[tp]) for tp, e in ends.items()}}
-        if not isinstance(limit, ReadAllAvailable):
+        if limit is not None and not isinstance(limit, ReadAllAvailable):
             ends = self._admitted(begin, ends, limit)
         if ends != begin:
             self.last_trigger = time.monotonic()
+        self.handed = ends
         return to_json(ends)
 
     def _admitted(self, begin: Offsets, ends: Offsets, limit: ReadLimit) -> Offsets:

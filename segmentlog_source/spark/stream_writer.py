@@ -13,6 +13,9 @@ the same checkpoint keeps (the run id changes); `write()` reads it (and the batc
 `streaming.sql.batchId`) from the TaskContext and carries it to `commit()` in its message.
 Without it, the `queryName` option must name the query. `streamWriter()` is called again for
 every commit, in a fresh process, so nothing here lives in memory between micro-batches.
+
+PySpark 4.0 has no Arrow stream writer: there the tasks get Rows, gathered into Arrow batches
+(compat.stream_write_batches) before the same staging.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ from typing import Iterator
 
 import pyarrow as pa
 from pyspark import TaskContext
-from pyspark.sql.datasource import DataSourceStreamArrowWriter
 
+from .. import compat
 from ..errors import BadOptionError
 from ..plan.option_names import ignored_warning
 from ..storage.commit import committer
@@ -45,9 +48,10 @@ def _query_of(messages) -> str | None:
     return ids.pop() if ids else None
 
 
-class SegmentLogStreamWriter(DataSourceStreamArrowWriter):
-    def __init__(self, plan: WritePlan):
+class SegmentLogStreamWriter(compat.StreamWriterBase):
+    def __init__(self, plan: WritePlan, input_schema: pa.Schema):
         self.plan = plan
+        self.input_schema = input_schema    # the Arrow form of the stream's rows
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedOutput:
         ctx = TaskContext.get()
@@ -57,7 +61,8 @@ class SegmentLogStreamWriter(DataSourceStreamArrowWriter):
                                  "the queryName option to a stable name for this query")
         batch_id = int(ctx.getLocalProperty(BATCH_ID_PROPERTY))
         job = stream_job_name(check_query_id(query_id), batch_id)
-        return stage_task(self.plan, job, iterator, query_id=query_id, batch_id=batch_id)
+        batches = compat.stream_write_batches(iterator, self.input_schema)
+        return stage_task(self.plan, job, batches, query_id=query_id, batch_id=batch_id)
 
     def commit(self, messages: list[StagedOutput | None], batchId: int) -> None:
         query_id = _query_of(messages) or self.plan.fallback_query_id
@@ -86,4 +91,4 @@ def stream_writer(options, schema, overwrite: bool) -> SegmentLogStreamWriter:
     if warning is not None and (plan.log_dir, warning) not in _warned:
         _warned.add((plan.log_dir, warning))
         log.warning(warning)
-    return SegmentLogStreamWriter(plan)
+    return SegmentLogStreamWriter(plan, compat.to_arrow_schema(schema))

@@ -10,7 +10,7 @@ SchemaConverters), and the form of each schema fastavro decodes fastest into Arr
     union [int, long] / [float, double]    bigint / double
     any other union                        struct<member0, member1, ...> (one set per row)
     date (int)                             date
-    time-millis (int) / time-micros (long) int / time(6)
+    time-millis (int) / time-micros (long) int / time(6) (PySpark 4.1 on: compat.TimeType)
     timestamp-millis/-micros (long)        timestamp
     local-timestamp-millis/-micros (long)  timestamp_ntz
     decimal (bytes, fixed)                 decimal(precision, scale)
@@ -29,12 +29,13 @@ from __future__ import annotations
 import json
 
 import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, DateType,
                                DecimalType, DoubleType, FloatType, IntegerType, LongType,
                                MapType, NullType, StringType, StructField, StructType,
-                               TimeType, TimestampNTZType, TimestampType)
+                               TimestampNTZType, TimestampType)
 
+from .. import compat
+from ..compat import TimeType
 from ..errors import MalformedValueError
 
 PRIMITIVES: dict[str, DataType] = {
@@ -127,7 +128,7 @@ def arrow_types(schema) -> tuple[pa.DataType, pa.DataType]:
     walk = _Walk()
     walk.millis = True
     build = _arrow(_spark(_parsed(schema), None, walk))
-    final = to_arrow_type(spark_type(schema), timezone="UTC")
+    final = compat.to_arrow_type(spark_type(schema))
     return build, final
 
 
@@ -152,7 +153,7 @@ def _arrow(dt: DataType) -> pa.DataType:
     if isinstance(dt, MapType):
         return pa.map_(pa.field("key", _arrow(dt.keyType), False),
                        pa.field("value", _arrow(dt.valueType), dt.valueContainsNull))
-    return to_arrow_type(dt, timezone="UTC")
+    return compat.to_arrow_type(dt)
 
 
 def _spark(schema, namespace: str | None, walk: _Walk) -> DataType:

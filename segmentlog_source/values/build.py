@@ -14,7 +14,7 @@ import json
 import logging
 from typing import Sequence
 
-from ..errors import BadOptionError, MalformedValueError
+from ..errors import BadOptionError, MalformedValueError, NeedsNewerPySparkError
 from ..format.record_decoder import ColumnarDecoder
 from ..storage.io.filesystem import filesystem_for
 from ..storage.log.log_directory import find_partitions
@@ -92,6 +92,8 @@ def _avro_schema(side: str, spec: SideSpec, config) -> str:
     try:
         spark_type(text)
         AvroColumn(text)
+    except NeedsNewerPySparkError as err:   # (a type this PySpark lacks: compat.py)
+        raise NeedsNewerPySparkError(err.feature, err.release, err.installed, option) from None
     except (ValueError, KeyError, TypeError, MalformedValueError) as err:
         raise BadOptionError(option, spec.schema, f"not a usable Avro schema: {err}") from None
     return text

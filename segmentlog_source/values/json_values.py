@@ -20,11 +20,11 @@ from decimal import Decimal, InvalidOperation
 from typing import Callable, Sequence
 
 import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, DateType, DecimalType,
                                DoubleType, FloatType, LongType, MapType, NullType, StringType,
                                StructField, StructType, TimestampNTZType, TimestampType)
 
+from .. import compat
 from .avro_values import Decoded
 
 _UTC = dt.timezone.utc
@@ -34,7 +34,7 @@ class JsonDecoder:
     def __init__(self, spark_type: DataType):
         spark_type = as_nullable(spark_type)    # as Spark's from_json: a missing field is null
         self.spark_type = spark_type
-        self.arrow_type = to_arrow_type(spark_type, timezone="UTC")
+        self.arrow_type = compat.to_arrow_type(spark_type)
         self.coerce = _coercer(spark_type)
 
     def decode(self, payloads: Sequence[bytes | None]) -> Decoded:
