@@ -75,14 +75,38 @@ class _SegmentBatches:
         self.last_offsets.append(header.last_offset)
         self.record_max_timestamps.append(record_max_timestamp)
 
-    def cause_at(self, j: int | None = None):
-        """The damage an index problem about batch `j` follows from: batch j's own, else the
-        segment's first (the index checks measure the indexes against the batches, which say
-        nothing reliable once one is damaged: offsets and timestamps are read from them).
-        None: no batch is damaged."""
+    def cause_at(self, j: int | None = None, *, position: int | None = None,
+                 offset: int | None = None):
+        """The damage a problem about batch `j` (or byte `position`, or `offset`) follows
+        from: batch j's own, else the segment's first damaged batch when the problem points at
+        or after it (from there on the batches say nothing reliable: offsets and timestamps are
+        read from them, and a damaged length moves every later batch). A problem that points
+        before it is one of its own: None. None too when no batch is damaged. Given none of
+        them, the problem is about the whole segment: its first damage."""
+        if not self.damage:
+            return None
         if j is not None and j in self.damage:
             return self.damage[j]
-        return self.damage[min(self.damage)] if self.damage else None
+        first = min(self.damage)
+        if j is not None and j < first:
+            return None
+        if position is not None and position < self.positions[first]:
+            return None
+        if offset is not None and offset < self.base_offsets[first]:
+            return None
+        return self.damage[first]
+
+    def tail_cause(self):
+        """The damage that may have cut the log short (offsets past the log end that the
+        files around the segments promise): the last batch's own (its header gives the log
+        end), or the first when a torn tail follows or no batch is whole. None: the end was
+        read from sound batches."""
+        if not self.damage:
+            return None
+        if self.positions and len(self.positions) - 1 in self.damage:
+            return self.damage[len(self.positions) - 1]
+        # (no whole batch, or a torn tail after the damage: the end is where the damage is)
+        return self.damage[min(self.damage)] if self.torn or not self.positions else None
 
     def at_position(self, position: int) -> int | None:
         i = bisect.bisect_left(self.positions, position)
@@ -148,7 +172,8 @@ def verify_partition(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INT
         try:
             for what in log.lost_data(end=leo):   # (the last segment's damage may end it early)
                 problems.error(path, None, f"data loss: {what}",
-                               cause=None if batches is None else batches.cause_at())
+                               cause=batches.tail_cause() if batches is not None
+                               and getattr(what, "past_end", False) else None)
         except CorruptDataError as err:   # a data-directory checkpoint that is no checkpoint
             problems.located(err, path)
     problems.finish()
@@ -360,13 +385,13 @@ def _check_offset_entries(index: OffsetIndex, batches: _SegmentBatches, problems
         if last is not None and offset > last:   # readers take it for where the segment ends
             problems.error(index.path, where, f"entry {i} names offset {offset}, past the "
                            f"segment's last batch (which ends at {last})",
-                           kind="entry past the end", cause=batches.cause_at())
+                           kind="entry past the end", cause=batches.cause_at(offset=offset))
             continue
         j = batches.at_position(position)
         if j is None:
             problems.error(index.path, where, f"entry {i} ({offset}, {position}): byte {position} "
                            "is not the start of a batch", kind="entry not at a batch start",
-                           cause=batches.cause_at())
+                           cause=batches.cause_at(position=position))
             continue
         if batches.base_offsets[j] > offset or (j > 0 and batches.last_offsets[j - 1] >= offset):
             problems.error(index.path, where, f"entry {i} says offset {offset} is at byte "
@@ -392,7 +417,7 @@ def _check_time_entries(index: TimeIndex, batches: _SegmentBatches, problems: Re
         if j == len(last_offsets):
             problems.error(index.path, where, f"entry {i} ({timestamp}, {offset}): offset {offset} "
                            "is past the segment's last batch", kind="entry past the end",
-                           cause=batches.cause_at())
+                           cause=batches.cause_at(offset=offset))
         elif batches.base_offsets[j] > offset:
             problems.error(index.path, where, f"entry {i} ({timestamp}, {offset}): no batch holds "
                            f"offset {offset}", kind="entry in no batch", cause=batches.cause_at(j))
@@ -438,7 +463,7 @@ def _compare_with_rebuilt(segment: LogSegment, offset_index: OffsetIndex, time_i
         rebuilt = rebuild_indexes(headers, segment.base_offset, interval,
                                   restart_offsets=snapshots, log_path=segment.log_path)
     except CorruptDataError as err:   # batches no index can hold: nothing to compare with
-        problems.located(err, segment.log_path, cause=batches.cause_at())
+        problems.located(err, segment.log_path, cause=batches.cause_at(position=err.position))
         return
     for index, expected in zip((offset_index, time_index), rebuilt):
         actual, wanted = index.entries(), expected.entries()
@@ -447,10 +472,17 @@ def _compare_with_rebuilt(segment: LogSegment, offset_index: OffsetIndex, time_i
                      min(len(actual), len(wanted)))
             mine = actual[i] if i < len(actual) else "none"
             theirs = wanted[i] if i < len(wanted) else "none"
+            # Where they part: the later offset of the two entries (an offset entry is
+            # (offset, position), a time entry (timestamp, offset)). A time entry written at a
+            # damaged batch may name an earlier batch's offset (the largest timestamp so far),
+            # but then the other one names the damaged batch's.
+            at = 0 if index is offset_index else 1
+            parted = max(e[at] for e in (mine, theirs) if e != "none")
             problems.warning(index.path, i * index.dtype.itemsize, f"differs from the index "
                              f"rebuilt from the log ({len(actual)} vs {len(wanted)} entries; "
                              f"entry {i} is {mine}, rebuilt {theirs}); normal for follower, "
-                             "cleaner and restarted segments", cause=batches.cause_at())
+                             "cleaner and restarted segments",
+                             cause=batches.cause_at(offset=parted))
 
 
 def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: Reporter,
