@@ -22,7 +22,6 @@ once, then read with ranged reads; nothing is written, and problems name the obj
 
 from __future__ import annotations
 
-from array import array
 import bisect
 import sys
 
@@ -47,70 +46,10 @@ from ..storage.txn.producer_state_manager import (checked_end_txn_marker, read_s
                                                    snapshot_offsets, snapshot_path)
 from ..storage.txn.transaction_index import TXN_ENTRY_SIZE
 from .progress import Progress, show_bar
+from .verify_batches import SegmentBatches
 from .verify_report import PartitionReport, Reporter
 
 HELP = "check every segment and index of partition directories; exit 1 on any error"
-
-
-class _SegmentBatches:
-    """What the index checks need to know about a segment's batches, 32 bytes per batch."""
-
-    def __init__(self):
-        self.positions, self.base_offsets, self.last_offsets = array("q"), array("q"), array("q")
-        self.record_max_timestamps = array("q")
-        # batch number -> the first error found in it (a CRC mismatch, offsets that do not fit):
-        # what an index says of a damaged batch, or what follows it, is judged against that
-        self.damage: dict[int, object] = {}
-        self.abort_markers: dict[int, int] = {}   # offset -> producer id
-        self.markers: dict[int, int] = {}         # every end-transaction marker's, too
-        self.txn_starts: set[tuple[int, int]] = set()   # (producer id, base offset)
-        self.complete = True  # False when an error stopped the scan early
-        self.torn = False     # a partial batch after the last whole one
-
-    def add(self, header: BatchHeader, base_offset: int, record_max_timestamp: int) -> None:
-        if header.is_transactional and not header.is_control:
-            self.txn_starts.add((header.producer_id, base_offset))
-        self.positions.append(header.position)
-        self.base_offsets.append(base_offset)
-        self.last_offsets.append(header.last_offset)
-        self.record_max_timestamps.append(record_max_timestamp)
-
-    def cause_at(self, j: int | None = None, *, position: int | None = None,
-                 offset: int | None = None):
-        """The damage a problem about batch `j` (or byte `position`, or `offset`) follows
-        from: batch j's own, else the segment's first damaged batch when the problem points at
-        or after it (from there on the batches say nothing reliable: offsets and timestamps are
-        read from them, and a damaged length moves every later batch). A problem that points
-        before it is one of its own: None. None too when no batch is damaged. Given none of
-        them, the problem is about the whole segment: its first damage."""
-        if not self.damage:
-            return None
-        if j is not None and j in self.damage:
-            return self.damage[j]
-        first = min(self.damage)
-        if j is not None and j < first:
-            return None
-        if position is not None and position < self.positions[first]:
-            return None
-        if offset is not None and offset < self.base_offsets[first]:
-            return None
-        return self.damage[first]
-
-    def tail_cause(self):
-        """The damage that may have cut the log short (offsets past the log end that the
-        files around the segments promise): the last batch's own (its header gives the log
-        end), or the first when a torn tail follows or no batch is whole. None: the end was
-        read from sound batches."""
-        if not self.damage:
-            return None
-        if self.positions and len(self.positions) - 1 in self.damage:
-            return self.damage[len(self.positions) - 1]
-        # (no whole batch, or a torn tail after the damage: the end is where the damage is)
-        return self.damage[min(self.damage)] if self.torn or not self.positions else None
-
-    def at_position(self, position: int) -> int | None:
-        i = bisect.bisect_left(self.positions, position)
-        return i if i < len(self.positions) and self.positions[i] == position else None
 
 
 def partition_dirs(paths: list[str], config=None) -> list[PartitionDir]:
@@ -213,7 +152,7 @@ class _EarlierStarts:
         self.starts: set[tuple[int, int]] = set()
         self.complete = True   # every earlier segment scanned to its end
 
-    def add(self, batches: _SegmentBatches) -> None:
+    def add(self, batches: SegmentBatches) -> None:
         self.starts |= batches.txn_starts
         # (a torn tail lost the batches after it: their transactions' entries say no more)
         self.complete = self.complete and batches.complete and not batches.torn
@@ -233,9 +172,9 @@ class _LogChecker:
         self.sequence: BatchSequence | None = None
         self.decoder = ColumnarDecoder(verify_crc=False, fields=())
 
-    def check_segment(self, segment: LogSegment, next_base: int | None) -> _SegmentBatches:
+    def check_segment(self, segment: LogSegment, next_base: int | None) -> SegmentBatches:
         """Check one segment; `next_base` is the next segment's base offset (None: the last)."""
-        batches = _SegmentBatches()
+        batches = SegmentBatches()
         self.sequence = BatchSequence(segment.log_path, segment.base_offset,
                                       compacted=self.compacted, dirty_from=self.dirty_from)
         scan = segment.iter_entries(allow_torn_tail=True)
@@ -325,7 +264,7 @@ class _LogChecker:
                 max((r.timestamp for r in records), default=-1))
 
 
-def _check_indexes(segment: LogSegment, batches: _SegmentBatches, closed: bool, snapshots,
+def _check_indexes(segment: LogSegment, batches: SegmentBatches, closed: bool, snapshots,
                    interval: int, problems: Reporter, earlier: _EarlierStarts,
                    cleaned_below: int = -1, log_start: int = 0) -> None:
     fs = segment.fs
@@ -373,7 +312,7 @@ def _open_index(cls, path: str, segment: LogSegment, closed: bool, problems: Rep
     return index
 
 
-def _check_offset_entries(index: OffsetIndex, batches: _SegmentBatches, problems: Reporter,
+def _check_offset_entries(index: OffsetIndex, batches: SegmentBatches, problems: Reporter,
                           live: bool = False):
     scanned_end = batches.positions[-1] if batches.positions else 0
     last = batches.last_offsets[-1] if batches.last_offsets else None
@@ -405,7 +344,7 @@ def _check_offset_entries(index: OffsetIndex, batches: _SegmentBatches, problems
                              kind="index mismatch", cause=batches.cause_at(j))
 
 
-def _check_time_entries(index: TimeIndex, batches: _SegmentBatches, problems: Reporter,
+def _check_time_entries(index: TimeIndex, batches: SegmentBatches, problems: Reporter,
                         live: bool = False):
     last_offsets = batches.last_offsets
     for i in range(len(index)):
@@ -436,7 +375,7 @@ def _check_time_entries(index: TimeIndex, batches: _SegmentBatches, problems: Re
                                kind="timestamp mismatch", cause=batches.cause_at(j))
 
 
-def _check_largest_timestamp(index: TimeIndex, batches: _SegmentBatches,
+def _check_largest_timestamp(index: TimeIndex, batches: SegmentBatches,
                              problems: Reporter) -> None:
     """A closed segment's time index ends with the segment's largest timestamp (the broker
     appends it at the roll); lookups by time skip the segment on that entry, so one below a
@@ -456,7 +395,7 @@ def _check_largest_timestamp(index: TimeIndex, batches: _SegmentBatches,
 
 def _compare_with_rebuilt(segment: LogSegment, offset_index: OffsetIndex, time_index: TimeIndex,
                           snapshots, interval: int, problems: Reporter,
-                          batches: _SegmentBatches) -> None:
+                          batches: SegmentBatches) -> None:
     headers = (h for h, _ in segment.iter_headers(allow_torn_tail=True))
     # Producer snapshots inside the segment mark broker restarts, which add entries (§4.5).
     try:
@@ -485,7 +424,7 @@ def _compare_with_rebuilt(segment: LogSegment, offset_index: OffsetIndex, time_i
                              cause=batches.cause_at(offset=parted))
 
 
-def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: Reporter,
+def _check_txn_index(segment: LogSegment, batches: SegmentBatches, problems: Reporter,
                      closed: bool, earlier: _EarlierStarts, cleaned_below: int = -1,
                      log_start: int = 0) -> None:
     """The `.txnindex` against the batches. Where the log cleaner has been (`cleaned_below`),
@@ -545,7 +484,7 @@ def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: Re
                    f"read_committed would return its aborted records", kind="missing entry")
 
 
-def _has_txn_data(batches: _SegmentBatches, marker: int) -> bool:
+def _has_txn_data(batches: SegmentBatches, marker: int) -> bool:
     """Whether the segment holds data of the transaction the marker at `marker` ended: a
     transactional batch of its producer after that producer's previous marker."""
     producer = batches.markers[marker]
