@@ -22,7 +22,6 @@ once, then read with ranged reads; nothing is written, and problems name the obj
 
 from __future__ import annotations
 
-from array import array
 import bisect
 import sys
 
@@ -47,46 +46,10 @@ from ..storage.txn.producer_state_manager import (checked_end_txn_marker, read_s
                                                    snapshot_offsets, snapshot_path)
 from ..storage.txn.transaction_index import TXN_ENTRY_SIZE
 from .progress import Progress, show_bar
+from .verify_batches import SegmentBatches
 from .verify_report import PartitionReport, Reporter
 
 HELP = "check every segment and index of partition directories; exit 1 on any error"
-
-
-class _SegmentBatches:
-    """What the index checks need to know about a segment's batches, 32 bytes per batch."""
-
-    def __init__(self):
-        self.positions, self.base_offsets, self.last_offsets = array("q"), array("q"), array("q")
-        self.record_max_timestamps = array("q")
-        # batch number -> the first error found in it (a CRC mismatch, offsets that do not fit):
-        # what an index says of a damaged batch, or what follows it, is judged against that
-        self.damage: dict[int, object] = {}
-        self.abort_markers: dict[int, int] = {}   # offset -> producer id
-        self.markers: dict[int, int] = {}         # every end-transaction marker's, too
-        self.txn_starts: set[tuple[int, int]] = set()   # (producer id, base offset)
-        self.complete = True  # False when an error stopped the scan early
-        self.torn = False     # a partial batch after the last whole one
-
-    def add(self, header: BatchHeader, base_offset: int, record_max_timestamp: int) -> None:
-        if header.is_transactional and not header.is_control:
-            self.txn_starts.add((header.producer_id, base_offset))
-        self.positions.append(header.position)
-        self.base_offsets.append(base_offset)
-        self.last_offsets.append(header.last_offset)
-        self.record_max_timestamps.append(record_max_timestamp)
-
-    def cause_at(self, j: int | None = None):
-        """The damage an index problem about batch `j` follows from: batch j's own, else the
-        segment's first (the index checks measure the indexes against the batches, which say
-        nothing reliable once one is damaged: offsets and timestamps are read from them).
-        None: no batch is damaged."""
-        if j is not None and j in self.damage:
-            return self.damage[j]
-        return self.damage[min(self.damage)] if self.damage else None
-
-    def at_position(self, position: int) -> int | None:
-        i = bisect.bisect_left(self.positions, position)
-        return i if i < len(self.positions) and self.positions[i] == position else None
 
 
 def partition_dirs(paths: list[str], config=None) -> list[PartitionDir]:
@@ -148,7 +111,8 @@ def verify_partition(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INT
         try:
             for what in log.lost_data(end=leo):   # (the last segment's damage may end it early)
                 problems.error(path, None, f"data loss: {what}",
-                               cause=None if batches is None else batches.cause_at())
+                               cause=batches.tail_cause() if batches is not None
+                               and getattr(what, "past_end", False) else None)
         except CorruptDataError as err:   # a data-directory checkpoint that is no checkpoint
             problems.located(err, path)
     problems.finish()
@@ -188,7 +152,7 @@ class _EarlierStarts:
         self.starts: set[tuple[int, int]] = set()
         self.complete = True   # every earlier segment scanned to its end
 
-    def add(self, batches: _SegmentBatches) -> None:
+    def add(self, batches: SegmentBatches) -> None:
         self.starts |= batches.txn_starts
         # (a torn tail lost the batches after it: their transactions' entries say no more)
         self.complete = self.complete and batches.complete and not batches.torn
@@ -208,9 +172,9 @@ class _LogChecker:
         self.sequence: BatchSequence | None = None
         self.decoder = ColumnarDecoder(verify_crc=False, fields=())
 
-    def check_segment(self, segment: LogSegment, next_base: int | None) -> _SegmentBatches:
+    def check_segment(self, segment: LogSegment, next_base: int | None) -> SegmentBatches:
         """Check one segment; `next_base` is the next segment's base offset (None: the last)."""
-        batches = _SegmentBatches()
+        batches = SegmentBatches()
         self.sequence = BatchSequence(segment.log_path, segment.base_offset,
                                       compacted=self.compacted, dirty_from=self.dirty_from)
         scan = segment.iter_entries(allow_torn_tail=True)
@@ -300,7 +264,7 @@ class _LogChecker:
                 max((r.timestamp for r in records), default=-1))
 
 
-def _check_indexes(segment: LogSegment, batches: _SegmentBatches, closed: bool, snapshots,
+def _check_indexes(segment: LogSegment, batches: SegmentBatches, closed: bool, snapshots,
                    interval: int, problems: Reporter, earlier: _EarlierStarts,
                    cleaned_below: int = -1, log_start: int = 0) -> None:
     fs = segment.fs
@@ -348,7 +312,7 @@ def _open_index(cls, path: str, segment: LogSegment, closed: bool, problems: Rep
     return index
 
 
-def _check_offset_entries(index: OffsetIndex, batches: _SegmentBatches, problems: Reporter,
+def _check_offset_entries(index: OffsetIndex, batches: SegmentBatches, problems: Reporter,
                           live: bool = False):
     scanned_end = batches.positions[-1] if batches.positions else 0
     last = batches.last_offsets[-1] if batches.last_offsets else None
@@ -360,13 +324,13 @@ def _check_offset_entries(index: OffsetIndex, batches: _SegmentBatches, problems
         if last is not None and offset > last:   # readers take it for where the segment ends
             problems.error(index.path, where, f"entry {i} names offset {offset}, past the "
                            f"segment's last batch (which ends at {last})",
-                           kind="entry past the end", cause=batches.cause_at())
+                           kind="entry past the end", cause=batches.cause_at(offset=offset))
             continue
         j = batches.at_position(position)
         if j is None:
             problems.error(index.path, where, f"entry {i} ({offset}, {position}): byte {position} "
                            "is not the start of a batch", kind="entry not at a batch start",
-                           cause=batches.cause_at())
+                           cause=batches.cause_at(position=position))
             continue
         if batches.base_offsets[j] > offset or (j > 0 and batches.last_offsets[j - 1] >= offset):
             problems.error(index.path, where, f"entry {i} says offset {offset} is at byte "
@@ -380,7 +344,7 @@ def _check_offset_entries(index: OffsetIndex, batches: _SegmentBatches, problems
                              kind="index mismatch", cause=batches.cause_at(j))
 
 
-def _check_time_entries(index: TimeIndex, batches: _SegmentBatches, problems: Reporter,
+def _check_time_entries(index: TimeIndex, batches: SegmentBatches, problems: Reporter,
                         live: bool = False):
     last_offsets = batches.last_offsets
     for i in range(len(index)):
@@ -392,7 +356,7 @@ def _check_time_entries(index: TimeIndex, batches: _SegmentBatches, problems: Re
         if j == len(last_offsets):
             problems.error(index.path, where, f"entry {i} ({timestamp}, {offset}): offset {offset} "
                            "is past the segment's last batch", kind="entry past the end",
-                           cause=batches.cause_at())
+                           cause=batches.cause_at(offset=offset))
         elif batches.base_offsets[j] > offset:
             problems.error(index.path, where, f"entry {i} ({timestamp}, {offset}): no batch holds "
                            f"offset {offset}", kind="entry in no batch", cause=batches.cause_at(j))
@@ -411,7 +375,7 @@ def _check_time_entries(index: TimeIndex, batches: _SegmentBatches, problems: Re
                                kind="timestamp mismatch", cause=batches.cause_at(j))
 
 
-def _check_largest_timestamp(index: TimeIndex, batches: _SegmentBatches,
+def _check_largest_timestamp(index: TimeIndex, batches: SegmentBatches,
                              problems: Reporter) -> None:
     """A closed segment's time index ends with the segment's largest timestamp (the broker
     appends it at the roll); lookups by time skip the segment on that entry, so one below a
@@ -431,14 +395,14 @@ def _check_largest_timestamp(index: TimeIndex, batches: _SegmentBatches,
 
 def _compare_with_rebuilt(segment: LogSegment, offset_index: OffsetIndex, time_index: TimeIndex,
                           snapshots, interval: int, problems: Reporter,
-                          batches: _SegmentBatches) -> None:
+                          batches: SegmentBatches) -> None:
     headers = (h for h, _ in segment.iter_headers(allow_torn_tail=True))
     # Producer snapshots inside the segment mark broker restarts, which add entries (§4.5).
     try:
         rebuilt = rebuild_indexes(headers, segment.base_offset, interval,
                                   restart_offsets=snapshots, log_path=segment.log_path)
     except CorruptDataError as err:   # batches no index can hold: nothing to compare with
-        problems.located(err, segment.log_path, cause=batches.cause_at())
+        problems.located(err, segment.log_path, cause=batches.cause_at(position=err.position))
         return
     for index, expected in zip((offset_index, time_index), rebuilt):
         actual, wanted = index.entries(), expected.entries()
@@ -447,13 +411,20 @@ def _compare_with_rebuilt(segment: LogSegment, offset_index: OffsetIndex, time_i
                      min(len(actual), len(wanted)))
             mine = actual[i] if i < len(actual) else "none"
             theirs = wanted[i] if i < len(wanted) else "none"
+            # Where they part: the later offset of the two entries (an offset entry is
+            # (offset, position), a time entry (timestamp, offset)). A time entry written at a
+            # damaged batch may name an earlier batch's offset (the largest timestamp so far),
+            # but then the other one names the damaged batch's.
+            at = 0 if index is offset_index else 1
+            parted = max(e[at] for e in (mine, theirs) if e != "none")
             problems.warning(index.path, i * index.dtype.itemsize, f"differs from the index "
                              f"rebuilt from the log ({len(actual)} vs {len(wanted)} entries; "
                              f"entry {i} is {mine}, rebuilt {theirs}); normal for follower, "
-                             "cleaner and restarted segments", cause=batches.cause_at())
+                             "cleaner and restarted segments",
+                             cause=batches.cause_at(offset=parted))
 
 
-def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: Reporter,
+def _check_txn_index(segment: LogSegment, batches: SegmentBatches, problems: Reporter,
                      closed: bool, earlier: _EarlierStarts, cleaned_below: int = -1,
                      log_start: int = 0) -> None:
     """The `.txnindex` against the batches. Where the log cleaner has been (`cleaned_below`),
@@ -513,7 +484,7 @@ def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: Re
                    f"read_committed would return its aborted records", kind="missing entry")
 
 
-def _has_txn_data(batches: _SegmentBatches, marker: int) -> bool:
+def _has_txn_data(batches: SegmentBatches, marker: int) -> bool:
     """Whether the segment holds data of the transaction the marker at `marker` ended: a
     transactional batch of its producer after that producer's previous marker."""
     producer = batches.markers[marker]

@@ -30,9 +30,12 @@ SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 class ConnectServer:
     """A Spark Connect server started on `__enter__` (or start()), stopped on `__exit__`.
 
-    Starting waits until the server accepts connections on its port, or raises ClusterError
-    (with the tail of its log) when it exits or `timeout` seconds pass first. If the process
-    that started it dies without stopping it, the kernel kills the server (Linux).
+    Starting waits until the server listens on its port, or raises ClusterError (with the
+    tail of its log) when it exits or `timeout` seconds pass first. The listener must be the
+    server's own socket (on Linux, /proc says whose it is): another process may take the port
+    between free_port() and the JVM binding it, and its listener is no server. If the server
+    then exits with "Address already in use", it is started once more on another port. If the
+    process that started it dies without stopping it, the kernel kills the server (Linux).
     """
 
     def __init__(self, log_dir, *, master: str = "local[2]", memory: str = "1g",
@@ -61,11 +64,37 @@ class ConnectServer:
         return None if self._proc is None else self._proc.pid
 
     def start(self) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        for attempt in (1, 2):
+            command, env = self._command()
+            with open(self.log_file, "wb") as log:
+                # spark-submit execs spark-class, which execs java: this pid is the server's JVM
+                self._proc = subprocess.Popen(command, env=env, cwd=self.log_dir,
+                                              stdin=subprocess.DEVNULL, stdout=log,
+                                              stderr=subprocess.STDOUT,
+                                              preexec_fn=_parent_death_signal())
+            try:
+                self._wait_until_listening()
+                return
+            except ClusterError:
+                if attempt == 2 or not self._port_was_taken():
+                    raise
+            # another process took the port before the server bound it: once more, elsewhere
+            self.stop()
+            self.port = free_port()
+            self.url = f"sc://{HOST}:{self.port}"
+
+    def _port_was_taken(self) -> bool:
+        """The server's log says its port was in use (gRPC: "Failed to bind to address
+        /127.0.0.1:<port>" caused by "Address already in use")."""
+        tail = self.log_tail(200) if self.log_file.exists() else ""
+        return "address already in use" in tail.lower() and f":{self.port}" in tail
+
+    def _command(self) -> tuple[list[str], dict[str, str]]:
         from pyspark.find_spark_home import _find_spark_home
 
         require_java()
         spark_home = _find_spark_home()
-        self.log_dir.mkdir(parents=True, exist_ok=True)
         conf = {
             "spark.connect.grpc.binding.address": HOST,
             "spark.connect.grpc.binding.port": str(self.port),
@@ -92,26 +121,32 @@ class ConnectServer:
                             "SPARK_API_MODE")}
         env.update(SPARK_HOME=spark_home, SPARK_LOCAL_IP=HOST, PYSPARK_PYTHON=sys.executable,
                    PYSPARK_DRIVER_PYTHON=sys.executable)
-        with open(self.log_file, "wb") as log:
-            # spark-submit execs spark-class, which execs java: this pid is the server's JVM
-            self._proc = subprocess.Popen(command, env=env, cwd=self.log_dir,
-                                          stdin=subprocess.DEVNULL, stdout=log,
-                                          stderr=subprocess.STDOUT,
-                                          preexec_fn=_parent_death_signal())
-        self._wait_until_listening()
+        return command, env
 
     def _wait_until_listening(self) -> None:
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
                 self._fail(f"the server exited with status {self._proc.returncode}")
-            try:
-                with socket.create_connection((HOST, self.port), timeout=1):
-                    return
-            except OSError:
-                time.sleep(0.25)
+            if self._port_was_taken():
+                self._fail(f"another process took port {self.port} first")
+            if self._listening():
+                return
+            time.sleep(0.25)
         self._fail(f"the server did not listen on {HOST}:{self.port} within "
                    f"{self.timeout:.0f} s")
+
+    def _listening(self) -> bool:
+        """The server's own socket listens on the port. Where /proc does not say whose a
+        socket is (not Linux), any listener counts."""
+        owned = listener_of(self._proc.pid, self.port)
+        if owned is not None:
+            return owned
+        try:
+            with socket.create_connection((HOST, self.port), timeout=1):
+                return True
+        except OSError:
+            return False
 
     def log_tail(self, n: int = 40) -> str:
         lines = self.log_file.read_text(errors="replace").splitlines()
@@ -133,3 +168,38 @@ class ConnectServer:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+_LISTEN = "0A"   # the state of a listening socket in /proc/net/tcp
+
+
+def listener_of(pid: int, port: int) -> bool | None:
+    """Whether process `pid` owns a socket listening on TCP `port` (on any address); None when
+    /proc cannot say (not Linux)."""
+    inodes, tables = set(), 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        tables += 1
+        for row in rows:
+            fields = row.split()
+            # sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+            if (len(fields) > 9 and fields[3] == _LISTEN
+                    and int(fields[1].rsplit(":", 1)[1], 16) == port):
+                inodes.add(f"socket:[{fields[9]}]")
+    if not tables or not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:    # exited (its exit status says more)
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                return True
+        except OSError:    # closed meanwhile
+            continue
+    return False

@@ -277,3 +277,25 @@ def test_any_flipped_byte_of_a_log_has_its_causes_in_the_log(tmp_path):
         report = verify_partition(str(partition))
         assert [p.path for p in report.causes] == [str(log)] * len(report.causes), (
             position, [str(p) for p in report.causes])
+
+
+def test_an_index_fault_before_the_damage_is_its_own_error(tmp_path):
+    """An `.index` entry pointing into the log before its first damaged batch does not follow
+    from that damage: it is listed as an error of its own, not as its echo."""
+    generate_log(str(tmp_path / "d"), topics=["v"], records=2000, value_size=100)
+    partition = tmp_path / "d" / "v-0"
+    log, batches = _batches(partition, 0)
+    index = log.with_suffix(".index")
+    entries = bytearray(index.read_bytes())
+    relative, position = struct.unpack_from(">ii", entries, 0)
+    struct.pack_into(">ii", entries, 0, relative, position + 1)   # not a batch start any more
+    index.write_bytes(bytes(entries))
+    flip_byte(log, batches[-1].position + 70)                        # a CRC error at the end
+    result = run_cli("verify", partition)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines[0].endswith(": 2 errors, 1 warning"), result.stdout
+    assert not any("follows from" in line for line in lines), result.stdout
+    report = verify_partition(str(partition))
+    assert sorted(_errors(report)) == [(index.name, 0), (log.name, batches[-1].position)]
+    assert all(p.cause is None for p in report.problems)

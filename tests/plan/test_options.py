@@ -36,6 +36,14 @@ def test_json_offsets_and_precedence_of_timestamps():
     ("2018-08-15T05:00:00+02:00", 1534302000000),
     ("2018-08-14T23:00:00.250-04:00", 1534302000250),
     ("  2018-08-15 03:00:00+00:00 ", 1534302000000),
+    ("2018-08-15t03:00:00Z", 1534302000000),
+    ("2018-08-15T03:00Z", 1534302000000),
+    ("2018-08-15T03:00:00.5Z", 1534302000500),
+    ("2018-08-15T03:00:00.12Z", 1534302000120),
+    ("2018-08-15T03:00:00.123000Z", 1534302000123),    # zeros past the millisecond
+    ("2018-08-15T05:00:00+0200", 1534302000000),
+    ("2018-08-14T23:30:00-0330", 1534302000000),
+    ("1970-01-01T00:00:00Z", 0),
     ("1534302000000", 1534302000000),
 ])
 def test_timestamps_are_milliseconds_or_iso_8601_with_a_zone(text, ms):
@@ -50,7 +58,20 @@ def test_timestamps_are_milliseconds_or_iso_8601_with_a_zone(text, ms):
     ("endingTimestamp", "2018-08-15", "option endingTimestamp='2018-08-15': an ISO-8601 time "
      "needs a zone"),
     ("endingOffsetsByTimestamp", '{"t":{"0":"2018-08-15T03:00:00"}}',
-     "option endingOffsetsByTimestamp='2018-08-15T03:00:00': an ISO-8601 time needs a zone"),
+     "t-0: '2018-08-15T03:00:00': an ISO-8601 time needs a zone"),
+    ("endingOffsetsByTimestamp", '{"t":{"0":"-1"}}', "t-0: '-1': a timestamp cannot be negative"),
+    ("startingOffsetsByTimestamp", '{"t":{"0":"1","3":"x"}}', "t-3: 'x': expected milliseconds"),
+    ("startingTimestamp", "2018-08-15T03:00:00.1230009Z", "Kafka timestamps are milliseconds"),
+    ("startingTimestamp", "20180815T030000Z", "the ISO-8601 basic format (no - or :) is not "
+     "read"),
+    ("startingTimestamp", "2018-08-15T03:00:00+00:00:00.5", "expected milliseconds since the "
+     "epoch or an ISO-8601 time with a zone"),
+    ("startingTimestamp", "2016-12-31T23:59:60Z", "a leap second (:60) has no timestamp"),
+    ("startingTimestamp", "1969-12-31T23:59:59.999Z", "a timestamp cannot be negative"),
+    ("startingTimestamp", "2018-02-30T00:00:00Z", "not a time: day is out of range"),
+    ("startingTimestamp", "2018-08-15T03:00:00+24:00", "the zone +24:00 is not an offset"),
+    ("startingTimestamp", "2018-08-15T03:00:00,5Z", "expected milliseconds since the epoch"),
+    ("startingTimestamp", "\u0662018-08-15T03:00:00Z", "expected milliseconds since the epoch"),
     ("startingTimestamp", "2018-08-15T03:00:00.000100Z", "Kafka timestamps are milliseconds"),
     ("startingTimestamp", "1969-12-31T23:59:59Z", "a timestamp cannot be negative"),
     ("startingTimestamp", "last tuesday", "expected milliseconds since the epoch or an "
