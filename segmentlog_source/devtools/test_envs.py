@@ -10,7 +10,7 @@ The interpreters come from pyenv when it is there ($PYENV_ROOT/versions/3.X.*), 
 `python3.X` on PATH; $SEGMENTLOG_PYTHON_3_X names one explicitly.
 
     python -m segmentlog_source.devtools.test_envs path NAME     # build if needed, print its python
-    python -m segmentlog_source.devtools.test_envs run NAME -- ARGS   # pytest ARGS in NAME
+    python -m segmentlog_source.devtools.test_envs run NAME... -- ARGS   # pytest ARGS in each, at once
     python -m segmentlog_source.devtools.test_envs lock [NAME...]     # regenerate the constraints
     python -m segmentlog_source.devtools.test_envs list
 """
@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -152,15 +153,35 @@ def build(env: TestEnv) -> Path:
     return python
 
 
-def run_pytest(env: TestEnv, args: list[str]) -> int:
-    python = build(env)
+def _pytest(env: TestEnv, python: Path, args: list[str], **kwargs) -> subprocess.Popen:
     environ = dict(os.environ, PYSPARK_PYTHON=str(python), PYSPARK_DRIVER_PYTHON=str(python),
                    SEGMENTLOG_TEST_ENV=env.name)
     # the main .venv's SPARK_HOME / VIRTUAL_ENV would point Spark at the wrong installation
     for key in ("SPARK_HOME", "VIRTUAL_ENV"):
         environ.pop(key, None)
-    print(f"== {env.name}: Python {env.python}, PySpark {env.pyspark}", file=sys.stderr, flush=True)
-    return subprocess.run([str(python), "-m", "pytest", *args], cwd=REPO, env=environ).returncode
+    return subprocess.Popen([str(python), "-m", "pytest", *args], cwd=REPO, env=environ, **kwargs)
+
+
+def run_pytest(envs: list[TestEnv], args: list[str]) -> list[str]:
+    """pytest `args` in each of `envs` at once (each a Spark of its own, mostly waiting on JVM
+    and worker start-ups: two share two cores well); each run's output is printed whole when it
+    ends, under a header. The names of the environments whose run failed."""
+    pythons = [build(env) for env in envs]     # one at a time: uv shares its cache
+    runs = []
+    for env, python in zip(envs, pythons):
+        out = tempfile.TemporaryFile()
+        runs.append((env, _pytest(env, python, args, stdout=out, stderr=subprocess.STDOUT), out))
+    failed = []
+    for env, proc, out in runs:
+        code = proc.wait()
+        out.seek(0)
+        print(f"== {env.name}: Python {env.python}, PySpark {env.pyspark}", flush=True)
+        sys.stdout.write(out.read().decode(errors="replace"))
+        sys.stdout.flush()
+        out.close()
+        if code != 0:
+            failed.append(env.name)
+    return failed
 
 
 def main(argv: list[str]) -> int:
@@ -183,10 +204,7 @@ def main(argv: list[str]) -> int:
             return 0
         names, args = (rest[:rest.index("--")], rest[rest.index("--") + 1:]) if "--" in rest \
             else (rest[:1], rest[1:])
-        failed = []
-        for name in names:
-            if run_pytest(ENVS[name], args) != 0:
-                failed.append(name)
+        failed = run_pytest([ENVS[name] for name in names], args)
         if failed:
             print(f"compatibility run failed on: {', '.join(failed)}", file=sys.stderr)
         return 1 if failed else 0
