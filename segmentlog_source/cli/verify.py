@@ -63,13 +63,14 @@ class _SegmentBatches:
         self.damage: dict[int, object] = {}
         self.abort_markers: dict[int, int] = {}   # offset -> producer id
         self.markers: dict[int, int] = {}         # every end-transaction marker's, too
-        self.txn_starts: set[tuple[int, int]] = set()   # (producer id, base offset)
+        # (producer id, base offset) -> last offset of every transactional data batch
+        self.txn_starts: dict[tuple[int, int], int] = {}
         self.complete = True  # False when an error stopped the scan early
         self.torn = False     # a partial batch after the last whole one
 
     def add(self, header: BatchHeader, base_offset: int, record_max_timestamp: int) -> None:
         if header.is_transactional and not header.is_control:
-            self.txn_starts.add((header.producer_id, base_offset))
+            self.txn_starts[(header.producer_id, base_offset)] = header.last_offset
         self.positions.append(header.position)
         self.base_offsets.append(base_offset)
         self.last_offsets.append(header.last_offset)
@@ -189,7 +190,7 @@ class _EarlierStarts:
         self.complete = True   # every earlier segment scanned to its end
 
     def add(self, batches: _SegmentBatches) -> None:
-        self.starts |= batches.txn_starts
+        self.starts.update(batches.txn_starts)
         # (a torn tail lost the batches after it: their transactions' entries say no more)
         self.complete = self.complete and batches.complete and not batches.torn
 
@@ -464,7 +465,7 @@ def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: Re
     fs, path = segment.fs, segment.txn_index_path
     if not fs.exists(path):
         unlisted = [o for o in batches.abort_markers if o >= log_start
-                    and (o >= cleaned_below or _has_txn_data(batches, o))]
+                    and (o >= cleaned_below or _has_txn_data(batches, o, log_start))]
         if batches.complete and unlisted and segment.has_index_files:
             report = problems.error if closed else problems.warning
             report(path, None, f"missing, but the segment holds {len(unlisted)} ABORT "
@@ -506,20 +507,24 @@ def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: Re
     if batches.complete:
         for offset in sorted(set(batches.abort_markers) - listed):
             if offset < log_start or (offset < cleaned_below
-                                      and not _has_txn_data(batches, offset)):
+                                      and not _has_txn_data(batches, offset, log_start)):
                 continue
             report = problems.error if closed else problems.warning
             report(path, None, f"no entry for the ABORT marker at offset {offset}: "
                    f"read_committed would return its aborted records", kind="missing entry")
 
 
-def _has_txn_data(batches: _SegmentBatches, marker: int) -> bool:
-    """Whether the segment holds data of the transaction the marker at `marker` ended: a
-    transactional batch of its producer after that producer's previous marker."""
+def _has_txn_data(batches: _SegmentBatches, marker: int, log_start: int) -> bool:
+    """Whether the segment holds readable data of the transaction the marker at `marker`
+    ended: a transactional batch of its producer after that producer's previous marker, with
+    records at or past the log start. A batch wholly below the log start is no reader's: once
+    the cleaner has removed the marker that ended its own (forgotten) transaction, it would
+    otherwise pass for data of the producer's next one."""
     producer = batches.markers[marker]
     previous = max((o for o, p in batches.markers.items() if p == producer and o < marker),
                    default=-1)
-    return any(p == producer and previous < base < marker for p, base in batches.txn_starts)
+    return any(p == producer and previous < base < marker and last >= log_start
+               for (p, base), last in batches.txn_starts.items())
 
 
 def add_arguments(parser) -> None:
