@@ -63,8 +63,7 @@ class _SegmentBatches:
         self.damage: dict[int, object] = {}
         self.abort_markers: dict[int, int] = {}   # offset -> producer id
         self.markers: dict[int, int] = {}         # every end-transaction marker's, too
-        # (producer id, base offset) -> last offset of every transactional data batch
-        self.txn_starts: dict[tuple[int, int], int] = {}
+        self.txn_starts: dict[tuple[int, int], int] = {}   # (producer, base) -> last offset
         self.complete = True  # False when an error stopped the scan early
         self.torn = False     # a partial batch after the last whole one
 
@@ -460,8 +459,8 @@ def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: Re
     """The `.txnindex` against the batches. Where the log cleaner has been (`cleaned_below`),
     an aborted transaction's data is gone while its entry (kept with its marker for a while)
     stays, and a marker kept until its delete horizon has no entry once its data is gone.
-    Markers below the log start offset are no reader's concern (the cleaner forgets their
-    transactions too)."""
+    Markers and batches below the log start offset are no reader's concern (the cleaner
+    forgets their transactions too, and may leave such a batch before a later marker)."""
     fs, path = segment.fs, segment.txn_index_path
     if not fs.exists(path):
         unlisted = [o for o in batches.abort_markers if o >= log_start
@@ -515,14 +514,10 @@ def _check_txn_index(segment: LogSegment, batches: _SegmentBatches, problems: Re
 
 
 def _has_txn_data(batches: _SegmentBatches, marker: int, log_start: int) -> bool:
-    """Whether the segment holds readable data of the transaction the marker at `marker`
-    ended: a transactional batch of its producer after that producer's previous marker, with
-    records at or past the log start. A batch wholly below the log start is no reader's: once
-    the cleaner has removed the marker that ended its own (forgotten) transaction, it would
-    otherwise pass for data of the producer's next one."""
+    """Whether the segment holds data of the transaction the marker at `marker` ended: a
+    transactional batch of its producer after its previous marker, past the log start."""
     producer = batches.markers[marker]
-    previous = max((o for o, p in batches.markers.items() if p == producer and o < marker),
-                   default=-1)
+    previous = max([o for o, p in batches.markers.items() if p == producer and o < marker] or [-1])
     return any(p == producer and previous < base < marker and last >= log_start
                for (p, base), last in batches.txn_starts.items())
 
