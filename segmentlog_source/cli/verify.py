@@ -153,7 +153,7 @@ class _EarlierStarts:
         self.complete = True   # every earlier segment scanned to its end
 
     def add(self, batches: SegmentBatches) -> None:
-        self.starts |= batches.txn_starts
+        self.starts.update(batches.txn_starts)
         # (a torn tail lost the batches after it: their transactions' entries say no more)
         self.complete = self.complete and batches.complete and not batches.torn
 
@@ -430,12 +430,12 @@ def _check_txn_index(segment: LogSegment, batches: SegmentBatches, problems: Rep
     """The `.txnindex` against the batches. Where the log cleaner has been (`cleaned_below`),
     an aborted transaction's data is gone while its entry (kept with its marker for a while)
     stays, and a marker kept until its delete horizon has no entry once its data is gone.
-    Markers below the log start offset are no reader's concern (the cleaner forgets their
-    transactions too)."""
+    Markers and batches below the log start offset are no reader's concern (the cleaner
+    forgets their transactions too, and may leave such a batch before a later marker)."""
     fs, path = segment.fs, segment.txn_index_path
     if not fs.exists(path):
         unlisted = [o for o in batches.abort_markers if o >= log_start
-                    and (o >= cleaned_below or _has_txn_data(batches, o))]
+                    and (o >= cleaned_below or _has_txn_data(batches, o, log_start))]
         if batches.complete and unlisted and segment.has_index_files:
             report = problems.error if closed else problems.warning
             report(path, None, f"missing, but the segment holds {len(unlisted)} ABORT "
@@ -477,20 +477,20 @@ def _check_txn_index(segment: LogSegment, batches: SegmentBatches, problems: Rep
     if batches.complete:
         for offset in sorted(set(batches.abort_markers) - listed):
             if offset < log_start or (offset < cleaned_below
-                                      and not _has_txn_data(batches, offset)):
+                                      and not _has_txn_data(batches, offset, log_start)):
                 continue
             report = problems.error if closed else problems.warning
             report(path, None, f"no entry for the ABORT marker at offset {offset}: "
                    f"read_committed would return its aborted records", kind="missing entry")
 
 
-def _has_txn_data(batches: SegmentBatches, marker: int) -> bool:
+def _has_txn_data(batches: SegmentBatches, marker: int, log_start: int) -> bool:
     """Whether the segment holds data of the transaction the marker at `marker` ended: a
-    transactional batch of its producer after that producer's previous marker."""
+    transactional batch of its producer after its previous marker, past the log start."""
     producer = batches.markers[marker]
-    previous = max((o for o, p in batches.markers.items() if p == producer and o < marker),
-                   default=-1)
-    return any(p == producer and previous < base < marker for p, base in batches.txn_starts)
+    previous = max([o for o, p in batches.markers.items() if p == producer and o < marker] or [-1])
+    return any(p == producer and previous < base < marker and last >= log_start
+               for (p, base), last in batches.txn_starts.items())
 
 
 def add_arguments(parser) -> None:

@@ -21,13 +21,13 @@ class SegmentBatches:
         self.damage: dict[int, object] = {}
         self.abort_markers: dict[int, int] = {}   # offset -> producer id
         self.markers: dict[int, int] = {}         # every end-transaction marker's, too
-        self.txn_starts: set[tuple[int, int]] = set()   # (producer id, base offset)
+        self.txn_starts: dict[tuple[int, int], int] = {}   # (producer, base) -> last offset
         self.complete = True  # False when an error stopped the scan early
         self.torn = False     # a partial batch after the last whole one
 
     def add(self, header: BatchHeader, base_offset: int, record_max_timestamp: int) -> None:
         if header.is_transactional and not header.is_control:
-            self.txn_starts.add((header.producer_id, base_offset))
+            self.txn_starts[(header.producer_id, base_offset)] = header.last_offset
         self.positions.append(header.position)
         self.base_offsets.append(base_offset)
         self.last_offsets.append(header.last_offset)

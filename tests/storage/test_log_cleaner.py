@@ -278,6 +278,17 @@ RARE = [{"parts": [(LogPlan(seed=5, batches=30, key_space=10, abort_pct=60, reti
                    (LogPlan(seed=8, batches=45, key_space=5, max_key_size=0, segment_bytes=2500,
                             txn_producers=3), "beyond", None, False)],
          "min_lag_hours": 0, "segment_bytes": 9000, "gap_hours": 2}]
+# Found by an older hypothesis: partition 0's log start is an ABORT marker whose producer
+# aborted a transaction before it; round 2 removes that earlier marker, leaving the earlier
+# transaction's batch (below the log start) before the later marker, whose entry went.
+FOUND = [{"parts": [(LogPlan(seed=293710, batches=37, key_space=57, max_key_size=0,
+                             tombstone_pct=30, keyless_pct=8, txn_producers=2, abort_pct=66,
+                             epoch_bump=False, span_hours=18, segment_bytes=2662),
+                     "beyond", "inside", True),
+                    (LogPlan(seed=442743, batches=22, key_space=9, max_key_size=0, tombstone_pct=6,
+                             keyless_pct=0, txn_producers=3, abort_pct=60, epoch_bump=True,
+                             span_hours=29, segment_bytes=4449), None, None, True)],
+          "min_lag_hours": 3, "segment_bytes": None, "gap_hours": 9}]
 
 
 def test_compaction_equals_the_cleaner_model_round_after_round(tmp_path):
@@ -289,6 +300,7 @@ def test_compaction_equals_the_cleaner_model_round_after_round(tmp_path):
     @given(scenarios)
     @example(RARE[0])
     @example(RARE[1])
+    @example(FOUND[0])
     def check(spec):
         run_example(tmp_path / f"example-{next(names)}", spec, java, stats)
 
@@ -503,3 +515,28 @@ def test_an_emptied_batch_keeps_its_max_timestamp_in_the_time_index(tmp_path):
     outcome, after = _compact(path, T0 + 1000)
     emptied = after.segments[0].batches[1]
     assert not emptied.records and emptied.max_timestamp == T0 + 100
+
+
+def test_a_transactional_batch_below_the_log_start_is_no_later_transactions_data(tmp_path):
+    """Producer 7 aborts two transactions; the log start is the second one's marker. The
+    first is unknown to the cleaner (its marker lies below the log start): its batch stays, as
+    committed data, and its marker goes once its horizon has passed. The second loses its data
+    in the first cleaning and its .txnindex entry in the second, its marker kept until its
+    horizon. What is left is a transactional batch of producer 7 followed by an ABORT marker
+    with no entry, as Kafka's cleaner leaves it: the batch lies below the log start, so no
+    read_committed reader gets it, and verify must not take it for the marker's data."""
+    data = tmp_path / "data"
+    path = _write(data, [_txn(b"k1", b"forgotten"), _abort(), _txn(b"k2", b"aborted"),
+                         _abort(), _batch(b"k3", b"a")],
+                  [_batch(b"k4", b"b")], [_batch(b"k5", b"c")])
+    write_checkpoint(str(data / "log-start-offset-checkpoint"), {(TOPIC, 0): 3})
+    now = T0 + 48 * HOUR_MS          # producer 7 has expired: its last batch is not kept
+    _, after = _compact(path, now)
+    assert [b.base for b in after.segments[0].batches] == [0, 1, 3, 4, 5]   # one segment now
+    assert [t.last_offset for t in after.segments[0].aborted] == [3]
+    (data / "cleaner-offset-checkpoint").unlink()    # all of it dirty again
+    _, after = _compact(path, now + DR + 1)
+    first, marker = after.segments[0].batches[:2]
+    assert first.transactional and [r.value for r in first.records] == [b"forgotten"]
+    assert marker.base == 3 and marker.control and marker.delete_horizon == now + 2 * DR + 1
+    assert after.segments[0].aborted == []
