@@ -10,7 +10,7 @@ The interpreters come from pyenv when it is there ($PYENV_ROOT/versions/3.X.*), 
 `python3.X` on PATH; $SEGMENTLOG_PYTHON_3_X names one explicitly.
 
     python -m segmentlog_source.devtools.test_envs path NAME     # build if needed, print its python
-    python -m segmentlog_source.devtools.test_envs run NAME... -- ARGS   # pytest ARGS in each, at once
+    python -m segmentlog_source.devtools.test_envs run NAME... -- ARGS   # pytest ARGS, all at once
     python -m segmentlog_source.devtools.test_envs lock [NAME...]     # regenerate the constraints
     python -m segmentlog_source.devtools.test_envs list
 """
