@@ -144,8 +144,10 @@ def build(env: TestEnv) -> Path:
     stamp = home / ".segmentlog-stamp"
     if stamp.exists() and stamp.read_text() == _stamp(env) and python.exists():
         return python
-    if not python.exists():
-        _run([uv(), "venv", "-q", "--python", find_interpreter(env.python), str(home)])
+    # built anew whenever the lock or the project changed: a package left over from before
+    # (built against another numpy, say) never joins the run (uv links from its cache: fast)
+    shutil.rmtree(home, ignore_errors=True)
+    _run([uv(), "venv", "-q", "--python", find_interpreter(env.python), str(home)])
     _run([uv(), "pip", "install", "-q", "--python", str(python), "-c", str(lock_file(env)),
           "--config-settings", "editable_mode=compat", "-e", f"{REPO}[{env.extras}]",
           f"pyspark=={env.pyspark}"])
