@@ -176,3 +176,16 @@ def expected_records(case_dir: Path) -> list[InspectRecord]:
     inspect = parse_inspect(Path(case_dir) / "inspect.txt")
     return [r for b in inspect.batches if b.file is None or b.file.endswith(".log")
             for r in b.records]
+
+
+def expected_counts(data_dir: Path) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> how many data records (control records left out) each partition
+    of a fixture data directory holds, by its inspect.txt; partitions with none left out."""
+    expected = {}
+    for pdir in data_dir.iterdir():
+        if (pdir / "inspect.txt").exists():
+            topic, _, partition = pdir.name.rpartition("-")
+            n = sum(1 for r in expected_records(pdir) if not r.is_control)
+            if n:
+                expected[(topic, int(partition))] = n
+    return expected

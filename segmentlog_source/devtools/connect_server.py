@@ -22,12 +22,13 @@ import sys
 import time
 from pathlib import Path
 
-from .local_cluster import HOST, ClusterError, _parent_death_signal, free_port, require_java
+from .local_cluster import (HOST, ClusterError, Service, free_port, parent_death_signal,
+                            require_java)
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
 
-class ConnectServer:
+class ConnectServer(Service):
     """A Spark Connect server started on `__enter__` (or start()), stopped on `__exit__`.
 
     Starting waits until the server listens on its port, or raises ClusterError (with the
@@ -48,17 +49,6 @@ class ConnectServer:
         self.log_file = self.log_dir / "connect-server.log"
         self._proc: subprocess.Popen | None = None
 
-    def __enter__(self) -> ConnectServer:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
     @property
     def pid(self) -> int | None:
         return None if self._proc is None else self._proc.pid
@@ -72,7 +62,7 @@ class ConnectServer:
                 self._proc = subprocess.Popen(command, env=env, cwd=self.log_dir,
                                               stdin=subprocess.DEVNULL, stdout=log,
                                               stderr=subprocess.STDOUT,
-                                              preexec_fn=_parent_death_signal())
+                                              preexec_fn=parent_death_signal())
             try:
                 self._wait_until_listening()
                 return

@@ -91,7 +91,7 @@ def require_java() -> None:
                            "JAVA_HOME")
 
 
-def _parent_death_signal():
+def parent_death_signal():
     """A function for `preexec_fn` that makes the kernel SIGKILL the child when the process that
     started the cluster dies without stopping it (SIGKILL, a crash), instead of leaking JVMs.
     (Strictly, when the thread that started it ends: stop the cluster from that thread.) Linux
@@ -105,7 +105,29 @@ def _parent_death_signal():
     return lambda: prctl(1, int(signal.SIGKILL))   # 1 = PR_SET_PDEATHSIG
 
 
-class LocalCluster:
+class Service:
+    """A thing of processes started on `__enter__` (start()) and stopped on `__exit__`
+    (stop()), stopped too when starting fails half way."""
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class LocalCluster(Service):
     """A standalone master and `workers` workers, started on `__enter__`, stopped on `__exit__`.
 
     Each worker offers `cores` cores and `memory` of executor memory. Starting waits until the
@@ -120,17 +142,6 @@ class LocalCluster:
         self.master_url = f"spark://{HOST}:{self.port}"   # what SparkSession.builder.master takes
         self.webui_url = f"http://{HOST}:{self.webui_port}"
         self._procs: list[tuple[str, subprocess.Popen]] = []
-
-    def __enter__(self) -> LocalCluster:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
     def start(self) -> None:
         from pyspark.find_spark_home import _find_spark_home
@@ -158,7 +169,7 @@ class LocalCluster:
         with open(self.log_dir / f"{name}.log", "wb") as log:
             # spark-class execs java, so this pid is the daemon's JVM itself
             proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT, preexec_fn=_parent_death_signal())
+                                    stderr=subprocess.STDOUT, preexec_fn=parent_death_signal())
         self._procs.append((name, proc))
 
     def status(self) -> dict:

@@ -21,7 +21,7 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
-from segmentlog_source.devtools.local_cluster import HOST, _parent_death_signal
+from segmentlog_source.devtools.local_cluster import HOST, parent_death_signal
 from tests.conftest import REPO
 from tests.values.logs import write_partition
 
@@ -47,7 +47,7 @@ def run_pipeline(project: Path) -> str:
                SPARK_LOCAL_IP=HOST)
     proc = subprocess.Popen(command, cwd=project, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True, preexec_fn=_parent_death_signal())
+                            start_new_session=True, preexec_fn=parent_death_signal())
     try:
         out, _ = proc.communicate(timeout=600)
     finally:

@@ -11,7 +11,7 @@ from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
 from tests.conftest import read_segmentlog, shared_fixture
-from tests.fixture_inspect import Digest, expected_records
+from tests.fixture_inspect import Digest, expected_counts, expected_records
 
 REAL = shared_fixture("kafka-real")
 CLIENTS = shared_fixture("kafka-clients")
@@ -90,14 +90,7 @@ def test_whole_data_directory_reads_every_partition(spark):
     df = read(spark, data_dir)
     counts = {(r.topic, r.partition): r["count"] for r in df.groupBy("topic", "partition").count()
               .collect()}
-    expected = {}
-    for pdir in data_dir.iterdir():
-        if (pdir / "inspect.txt").exists():
-            topic, _, partition = pdir.name.rpartition("-")
-            n = sum(1 for r in expected_records(pdir) if not r.is_control)
-            if n:
-                expected[(topic, int(partition))] = n
-    assert counts == expected
+    assert counts == expected_counts(data_dir)
 
 
 def test_kraft_metadata_directory_is_not_topic_data(spark):
