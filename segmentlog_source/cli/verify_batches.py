@@ -46,11 +46,16 @@ class SegmentBatches:
         if j is not None and j in self.damage:
             return self.damage[j]
         first = min(self.damage)
+        if first < len(self.positions):
+            start, start_offset = self.positions[first], self.base_offsets[first]
+        else:   # damage after the last whole batch (a torn tail): it starts past that batch
+            start = self.positions[-1] + 1 if self.positions else 0
+            start_offset = self.last_offsets[-1] + 1 if self.last_offsets else 0
         if j is not None and j < first:
             return None
-        if position is not None and position < self.positions[first]:
+        if position is not None and position < start:
             return None
-        if offset is not None and offset < self.base_offsets[first]:
+        if offset is not None and offset < start_offset:
             return None
         return self.damage[first]
 

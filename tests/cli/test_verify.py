@@ -299,3 +299,21 @@ def test_an_index_fault_before_the_damage_is_its_own_error(tmp_path):
     report = verify_partition(str(partition))
     assert sorted(_errors(report)) == [(index.name, 0), (log.name, batches[-1].position)]
     assert all(p.cause is None for p in report.problems)
+
+
+def test_damage_after_the_last_whole_batch_is_a_cause_only_of_what_follows_it():
+    """A torn tail is damage numbered past the last whole batch: a problem about a whole batch
+    before it is its own, one past that batch follows from it (found by the mutation fuzz: an
+    IndexError looking up the damaged batch's position)."""
+    from segmentlog_source.cli.verify_batches import SegmentBatches
+
+    batches = SegmentBatches()
+    for position, base, last in ((0, 0, 1), (120, 2, 3)):
+        batches.positions.append(position)
+        batches.base_offsets.append(base)
+        batches.last_offsets.append(last)
+    torn = object()
+    batches.damage[2] = torn
+    assert batches.cause_at(position=120) is None and batches.cause_at(offset=3) is None
+    assert batches.cause_at(position=121) is torn and batches.cause_at(offset=4) is torn
+    assert batches.cause_at(1) is None and batches.cause_at() is torn
