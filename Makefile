@@ -48,7 +48,7 @@ kafka-jars: $(STAMP)
 	-$(PY) -m segmentlog_source.devtools.kafka.jars
 
 # The whole suite on the main pair (Python 3.11, PySpark 4.3), then the compatibility subset
-# (tests/compat, tests/install) on the oldest and the newest supported pairs.
+# (tests/compat) on the oldest and the newest supported pairs.
 test: $(STAMP) kafka-jars
 	$(PY) -m pytest -n 2 --dist loadgroup -q --durations=30
 	$(MAKE) --no-print-directory test-compat

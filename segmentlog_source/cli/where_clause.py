@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from ..errors import BadOptionError
 from ..plan.predicates import OPERATORS, Predicate, accepts
+from ..values import iso_time
 
 OPTION = "--where"
 PUSHABLE = ("offset", "timestamp", "partition", "topic")
@@ -246,10 +247,10 @@ class _Parser:
                       "(UTC), not a number")
         text = str(value).strip()
         try:
-            moment = dt.datetime.fromisoformat(text)
-        except ValueError:
-            self.fail(f"{source}: {text!r} is not a date-time; e.g. '2023-11-14 22:13:20' "
-                      "or '2023-11-14T22:13:20.5+01:00'")
+            moment = iso_time.parse(text)
+        except ValueError as err:
+            self.fail(f"{source}: {text!r} is not a date-time ({err}); e.g. "
+                      "'2023-11-14 22:13:20' or '2023-11-14T22:13:20.5+01:00'")
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=dt.timezone.utc)
         delta = moment - _EPOCH

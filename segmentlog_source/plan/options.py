@@ -21,6 +21,7 @@ from typing import Mapping
 
 from ..errors import BadOptionError
 from ..storage.io.store_config import DEFAULT_CONFIG, StoreConfig
+from ..values import iso_time
 from ..values.decoding_spec import DecodingSpec
 from . import option_table
 from .option_names import Screened, screen
@@ -353,46 +354,33 @@ def _timestamp(name: str, raw) -> int:
 
 _ISO_EXAMPLE = "e.g. 2018-08-15T03:00:00Z, 2018-08-15T05:00:00+02:00 or 1534302000000"
 
-# The one grammar read, whatever the Python (datetime.fromisoformat reads more on 3.11 than on
-# 3.10, and drops digits past the microsecond): the extended format, date `YYYY-MM-DD`, then
-# `T`, `t` or a space and `HH:MM`, `HH:MM:SS` or `HH:MM:SS.fraction`, then the zone: `Z`/`z`,
-# `+HH:MM` or `+HHMM` (or `-`). The basic format (`20180815T030000Z`) is not read.
-_ISO_TIME = re.compile(
-    r"(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})"
-    r"(?:[Tt ](?P<h>\d{2}):(?P<mi>\d{2})(?::(?P<s>\d{2})(?:\.(?P<f>\d+))?)?"
-    r"(?:(?P<z>[Zz])|(?P<sign>[+-])(?P<oh>\d{2}):?(?P<om>\d{2}))?)?", re.ASCII)
-
-
 def _iso_timestamp(name: str, raw, text: str) -> int:
-    m = _ISO_TIME.fullmatch(text)
-    if m is None and re.fullmatch(r"\d{8}[Tt]\d.*", text, re.ASCII):
+    """The grammar of values/iso_time.py, with a zone, to the millisecond."""
+    m = iso_time.match(text)
+    if m is None and iso_time.BASIC_FORMAT.fullmatch(text):
         raise BadOptionError(name, raw, "the ISO-8601 basic format (no - or :) is not read: "
                              f"write the date and time with them, {_ISO_EXAMPLE}")
     if m is None:
         raise BadOptionError(name, raw, f"expected milliseconds since the epoch or an ISO-8601 "
                              f"time with a zone, {_ISO_EXAMPLE}")
-    if m["z"] is None and m["sign"] is None:
+    if not iso_time.has_zone(m):
         raise BadOptionError(name, raw, "an ISO-8601 time needs a zone (Z for UTC, or +HH:MM): "
                              f"which one is meant is not known; {_ISO_EXAMPLE}")
     if m["s"] == "60":
         raise BadOptionError(name, raw, "a leap second (:60) has no timestamp of its own in "
                              "Kafka (nor in epoch milliseconds): give :59.999 or the next second")
-    fraction = m["f"] or ""
-    if fraction[3:].strip("0"):
+    if (m["f"] or "")[3:].strip("0"):
         raise BadOptionError(name, raw, "Kafka timestamps are milliseconds: give at most three "
                              "digits after the seconds")
-    minutes = int(m["oh"] or 0) * 60 + int(m["om"] or 0)
-    if int(m["oh"] or 0) > 23 or int(m["om"] or 0) > 59:
-        raise BadOptionError(name, raw, f"the zone {m['sign']}{m['oh']}:{m['om']} is not an "
-                             f"offset (at most +23:59); {_ISO_EXAMPLE}")
     try:
-        when = datetime(int(m["y"]), int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]),
-                        int(m["s"] or 0), tzinfo=timezone.utc)
-    except ValueError as err:     # month 13, 31 April, hour 24...
-        raise BadOptionError(name, raw, f"not a time: {err}; {_ISO_EXAMPLE}") from None
+        when = iso_time.to_datetime(m, digits=3)
+    except ValueError as err:     # month 13, 31 April, hour 24, zone +24:00...
+        reason = str(err)
+        if not reason.startswith("the zone"):
+            reason = f"not a time: {reason}"
+        raise BadOptionError(name, raw, f"{reason}; {_ISO_EXAMPLE}") from None
     delta = when - datetime(1970, 1, 1, tzinfo=timezone.utc)
-    seconds = delta.days * 86_400 + delta.seconds - (-1 if m["sign"] == "-" else 1) * minutes * 60
-    return seconds * 1000 + int((fraction + "000")[:3])
+    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
 
 
 def _bound(opts: dict, which: str, default: int, stream: bool = False) -> BoundSpec:

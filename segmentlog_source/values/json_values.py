@@ -25,6 +25,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, Dat
                                StructField, StructType, TimestampNTZType, TimestampType)
 
 from .. import compat
+from . import iso_time
 from .avro_values import Decoded
 
 _UTC = dt.timezone.utc
@@ -126,7 +127,10 @@ def _timestamp(v, utc: bool):
         return value if utc else value.replace(tzinfo=None)
     if not isinstance(v, str):
         _refuse(v, "a timestamp")
-    value = dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
+    try:
+        value = iso_time.parse(v)
+    except ValueError as err:
+        raise _Mismatch(f"expected a timestamp, found {v!r}: {err}") from None
     if not utc and value.tzinfo is not None:
         raise _Mismatch(f"a timestamp_ntz has no time zone, found {v!r}")
     if utc and value.tzinfo is None:
@@ -143,7 +147,13 @@ def _date(v):
         _refuse(v, "a date")
     if len(v) > 10 and v[10] not in "T ":
         _refuse(v, "a date")
-    return dt.date.fromisoformat(v[:10])
+    m = iso_time.match(v[:10])
+    if m is None:
+        _refuse(v, "a date")
+    try:
+        return iso_time.to_datetime(m).date()
+    except ValueError as err:
+        raise _Mismatch(f"expected a date, found {v!r}: {err}") from None
 
 
 def infer_type(samples: Sequence[bytes]) -> DataType:
