@@ -73,6 +73,7 @@ from ..plan.partition_sources import find_local_partitions
 from ..storage.io.filesystem import filesystem_for
 from ..storage.log_files import INDEX_SUFFIXES, LOG_SUFFIX, SNAPSHOT_SUFFIX, kind_of
 from ..values.kafka_internal.messages import CONSUMER_OFFSETS, TRANSACTION_STATE
+from ..values.kafka_internal.metadata_messages import CLUSTER_METADATA
 from .dump_context import DEFAULT_MAX_MESSAGE_SIZE, Dumper, DumpOptions, DumpProblems
 from .dump_indexes import dump_offset_index, dump_snapshot, dump_time_index, dump_txn_index
 from .dump_log import dump_log, java_file
@@ -191,6 +192,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--transaction-log-decoder", action="store_true",
                         help="print keys and values as __transaction_state records (implies "
                         "--print-data-log)")
+    parser.add_argument("--cluster-metadata-decoder", action="store_true",
+                        help="print values as KRaft cluster metadata records (__cluster_metadata "
+                        "logs and .checkpoint snapshots; implies --print-data-log). Unlike "
+                        "Kafka's, secrets are redacted: sensitive or unknown ConfigRecord values "
+                        "and SCRAM credentials print as \"(redacted)\"")
 
 
 def run(args) -> int:
@@ -220,12 +226,14 @@ def run(args) -> int:
 
 
 def decoder_topic(args) -> str | None:
-    """The internal topic a decoder flag names; Kafka takes --offsets-decoder when both are
-    given."""
+    """The internal topic a decoder flag names; given several, Kafka takes --offsets-decoder,
+    then --transaction-log-decoder, then --cluster-metadata-decoder."""
     if getattr(args, "offsets_decoder", False):
         return CONSUMER_OFFSETS
     if getattr(args, "transaction_log_decoder", False):
         return TRANSACTION_STATE
+    if getattr(args, "cluster_metadata_decoder", False):
+        return CLUSTER_METADATA
     return None
 
 

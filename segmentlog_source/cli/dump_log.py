@@ -23,6 +23,8 @@ from ..format.control import (ABORT, COMMIT, CONTROL_TYPE_NAMES, KRAFT_VERSION, 
 from ..format.java_text import java_utf8
 from ..format.record_decoder import decode_batch
 from ..storage.log.entry_scan import EntryScan
+from ..values.kafka_internal.metadata_messages import CLUSTER_METADATA
+from ..values.kafka_internal.metadata_records import dump_payload
 from ..values.kafka_internal.records import dump_texts
 from .dump_context import Dumper
 
@@ -244,6 +246,8 @@ def _decoded(topic: str, record) -> tuple[str | None, str | None]:
     """Key and payload text as DumpLogSegments' decoder for `topic` prints them. A record
     without a key ends Kafka's dump with an exception; here it is an error naming the record
     (at_batch places it in the file)."""
+    if topic == CLUSTER_METADATA:   # no keys; secrets redacted
+        return None, dump_payload(record.value, record.offset)
     try:
         return dump_texts(topic, record.key, record.value, record.offset)
     except MalformedValueError as err:
