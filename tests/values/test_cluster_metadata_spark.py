@@ -1,0 +1,79 @@
+"""valueFormat=kafka-internal on a KRaft `__cluster_metadata` partition through Spark: every
+record type decoded into columns, hostile values as value_error, no planted secret in any
+column (raw `value` included), and a read that would not redact refused."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import functions as F
+
+from segmentlog_source.values.kafka_internal.metadata_records import (MetadataRecordError,
+                                                                      decode_metadata)
+from tests.conftest import read_segmentlog
+from tests.values import metadata_samples as ms
+from tests.values.test_cluster_metadata import assert_no_secret, write_log
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def metadata_partition(tmp_path_factory):
+    values = ([v for *_, v in ms.every_type(per_version=2)] + ms.secret_records()
+              + ms.hostile()[:40])
+    part = tmp_path_factory.mktemp("data") / "__cluster_metadata-0"
+    write_log(part / "00000000000000000000.log", values)
+    return part, values
+
+
+def _expected(values):
+    out = []
+    for v in values:
+        try:
+            out.append(decode_metadata(v))
+        except MetadataRecordError:
+            out.append(None)
+    return out
+
+
+def test_metadata_records_decode_into_columns(spark, metadata_partition):
+    part, values = metadata_partition
+    df = read_segmentlog(spark, part, valueFormat="kafka-internal")
+    assert df.columns[-3:] == ["key_decoded", "value_decoded", "value_error"]
+    rows = df.orderBy("offset").collect()
+    expected = _expected(values)
+    assert len(rows) == len(values)
+    assert sum(1 for e in expected if e is None) > 30
+    for row, record in zip(rows, expected):
+        if record is None:
+            assert row.value_error and row.value_decoded is None and row.value is None
+            continue
+        assert row.value_error is None
+        assert row.key_decoded.record_type == record.record_type
+        assert row.key_decoded.version == record.api_key
+        meta = row.value_decoded.metadata
+        assert (row.value_decoded.version, meta.record_type) == (record.version,
+                                                                  record.record_type)
+        if record.record_type == "CONFIG_RECORD" and not meta.redacted:
+            assert meta.config.value == record.fields["value"]
+            assert bytes(row.value) == bytes(values[row.offset])
+    topics = df.where("key_decoded.record_type = 'PARTITION_CHANGE_RECORD'").select(
+        "value_decoded.metadata.topic_id", "value_decoded.metadata.partition").collect()
+    assert topics and all(r.topic_id is not None for r in topics)
+
+
+def test_no_column_shows_a_secret(spark, metadata_partition):
+    part, _ = metadata_partition
+    df = read_segmentlog(spark, part, valueFormat="kafka-internal")
+    rows = df.collect()
+    assert_no_secret(repr(rows))
+    assert_no_secret(b"".join(bytes(r.value) for r in rows if r.value is not None))
+    redacted = df.where(F.size("value_decoded.metadata.redacted") > 0)
+    assert redacted.where("value is not null").count() == 0
+    configs = df.where("value_decoded.metadata.config.value = '(redacted)'").count()
+    assert configs >= len(ms.SENSITIVE_CONFIGS) + 1
+
+
+def test_the_metadata_log_is_read_only_decoded(spark, metadata_partition):
+    part, _ = metadata_partition
+    with pytest.raises(Exception, match="read only with valueFormat=kafka-internal"):
+        read_segmentlog(spark, part).collect()
