@@ -23,13 +23,12 @@ from ..format.control import (ABORT, COMMIT, CONTROL_TYPE_NAMES, KRAFT_VERSION, 
 from ..format.java_text import java_utf8
 from ..format.record_decoder import decode_batch
 from ..storage.log.entry_scan import EntryScan
+from ..storage.log.kraft_snapshot import BOOTSTRAP_NAME, SNAPSHOT_NAME, read_kraft_snapshot
 from ..values.kafka_internal.metadata_messages import CLUSTER_METADATA
 from ..values.kafka_internal.metadata_records import dump_payload
 from ..values.kafka_internal.records import dump_texts
 from .dump_context import Dumper
 
-KRAFT_SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
-KRAFT_BOOTSTRAP_NAME = "bootstrap.checkpoint"
 _INT16 = struct.Struct(">h")
 _INT64 = struct.Struct(">q")
 
@@ -89,6 +88,18 @@ def dump_log(d: Dumper, fs, path: str, shown: str) -> None:
         position, count = scan.invalid_tail
         d.line(f"Found {count} invalid bytes at the end of {name}")
         d.obj("invalidBytes", position=position, count=count)
+    if name.endswith(".checkpoint") and opts.max_bytes == INT32_MAX:
+        _check_kraft_snapshot(d, fs, path)
+
+
+def _check_kraft_snapshot(d: Dumper, fs, path: str) -> None:
+    """Kafka's dump prints a snapshot whatever its shape; its snapshot reader (and segmentlog)
+    refuses one without its header first and footer last, a bad CRC or an offset gap: said on
+    stderr, naming the file, byte and offset."""
+    try:
+        read_kraft_snapshot(fs, path)
+    except CorruptDataError as err:
+        d.err.write(f"{err}\n")   # <file> at byte <n>: KRaft snapshot: ... (offset <o>)
 
 
 class _KafkaShallowScan:
@@ -125,14 +136,14 @@ class _KafkaShallowScan:
 
 
 def _kraft_snapshot_header(d: Dumper, name: str, shown: str) -> bool:
-    if name == KRAFT_BOOTSTRAP_NAME:
+    if name == BOOTSTRAP_NAME:
         d.line("KRaft bootstrap snapshot")
         d.obj("file", path=shown, type="kraft-snapshot", endOffset=None, epoch=None)
         return True
-    match = KRAFT_SNAPSHOT_NAME.match(name)
+    match = SNAPSHOT_NAME.match(name)
     if match is None:
         d.err.write(f"Ignoring {shown}: not a KRaft snapshot (<20-digit end offset>-<10-digit "
-                    f"epoch>.checkpoint or {KRAFT_BOOTSTRAP_NAME})\n")
+                    f"epoch>.checkpoint or {BOOTSTRAP_NAME})\n")
         return False
     end_offset, epoch = int(match[1]), int(match[2])
     d.line(f"Snapshot end offset: {end_offset}, epoch: {epoch}")
