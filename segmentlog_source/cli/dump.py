@@ -35,6 +35,15 @@ Kafka's JSON, `<DELETE>` for a tombstone, and one
 Kafka's, they imply --print-data-log; given both, --offsets-decoder is used. A record without
 a key, where Kafka's decoders throw, is an error naming its batch.
 
+--cluster-metadata-decoder prints KRaft's `__cluster_metadata` log and snapshots as Kafka's
+does (`payload: {"type":"TOPIC_RECORD","version":0,"data":{...}}`, "Error at <offset>,
+skipping. ..." for a record it cannot read), with one deliberate difference: secrets are
+redacted. A ConfigRecord value whose name Kafka's config schema marks a password or does not
+know, and a SCRAM credential's salt, storedKey and serverKey, print as "(redacted)" where Kafka
+prints them (text and --json). A `.checkpoint` snapshot without its SnapshotHeader first and
+SnapshotFooter last, with a bad CRC or an offset gap, is printed as Kafka prints it and named
+on stderr with its byte and offset.
+
 --json prints one JSON object per line instead of Kafka's text; every object has a "kind":
 
   file         {"path", "type": log|kraft-snapshot|index|timeindex|txnindex|snapshot,
