@@ -260,3 +260,51 @@ def test_every_cut_or_extension_of_a_record_fails(sample, data):
     extra = data.draw(st.binary(min_size=1, max_size=8))
     with pytest.raises(MetadataRecordError, match="follow the record"):
         decode_metadata(value + extra)
+
+
+# -- which config values are shown, against Kafka's own config definitions ------------------
+
+CONFIG_DEFS_JAVA = """
+import java.util.Map;
+import org.apache.kafka.common.config.ConfigDef;
+
+public class ConfigDefs {
+    static void print(int resourceType, ConfigDef def) {
+        for (Map.Entry<String, ConfigDef.ConfigKey> e : def.configKeys().entrySet())
+            System.out.println(resourceType + " " + e.getKey() + " "
+                               + e.getValue().type.isSensitive());
+    }
+
+    public static void main(String[] args) {
+        print(2, org.apache.kafka.storage.internals.log.LogConfig.configDefCopy());
+        print(4, kafka.server.KafkaConfig.configDef());
+        print(16, org.apache.kafka.server.metrics.ClientMetricsConfigs.configDef());
+        print(32, org.apache.kafka.coordinator.group.GroupConfig.CONFIG_DEF);
+    }
+}
+"""
+
+
+def test_shown_configs_are_kafkas_non_password_names(tmp_path):
+    """metadata_configs.py's names are, per resource type, exactly the names Kafka 4.4's jars
+    define with a type other than PASSWORD (run from a single Java source file)."""
+    import subprocess
+
+    from segmentlog_source.devtools.kafka import jars, jvm
+    from segmentlog_source.values.kafka_internal.metadata_configs import SHOWN_CONFIGS
+
+    source = tmp_path / "ConfigDefs.java"
+    source.write_text(CONFIG_DEFS_JAVA)
+    result = subprocess.run([jvm.java(), *jvm.SHORT_LIVED_FLAGS, "-cp", jars.classpath("kafka"),
+                             str(source)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    kafka: dict[int, set[str]] = {}
+    sensitive = set()
+    for line in result.stdout.splitlines():
+        resource_type, name, is_sensitive = line.split()
+        if is_sensitive == "true":
+            sensitive.add(name)
+        else:
+            kafka.setdefault(int(resource_type), set()).add(name)
+    assert {k: set(v) for k, v in SHOWN_CONFIGS.items()} == kafka
+    assert {"ssl.keystore.password", "sasl.jaas.config", "ssl.key.password"} <= sensitive
