@@ -80,6 +80,8 @@ from ..errors import BadOptionError, LogNotFoundError
 from ..format.batch import INT32_MAX
 from ..plan.partition_sources import find_local_partitions
 from ..storage.io.filesystem import filesystem_for
+from ..storage.log.kraft_snapshot import SNAPSHOT_NAME
+from ..storage.log.log_directory import METADATA_TOPIC
 from ..storage.log_files import INDEX_SUFFIXES, LOG_SUFFIX, SNAPSHOT_SUFFIX, kind_of
 from ..values.kafka_internal.messages import CONSUMER_OFFSETS, TRANSACTION_STATE
 from ..values.kafka_internal.metadata_messages import CLUSTER_METADATA
@@ -110,17 +112,36 @@ _SUFFIX_ORDER = {s: i for i, s in enumerate((LOG_SUFFIX, *INDEX_SUFFIXES))}
 
 def partition_files(paths: list[str], config=None) -> list[str]:
     """Every segment, index and producer snapshot file of the partitions under `paths` (data or
-    partition directories, or URIs of them), in the order `segmentlog dump DIR` dumps them."""
+    partition directories, or URIs of them), in the order `segmentlog dump DIR` dumps them. A
+    `__cluster_metadata-0` directory given itself (a data directory's listing leaves it out)
+    comes last, with its KRaft `.checkpoint` snapshots after its segments."""
+    metadata = [p for p in paths if _is_metadata_dir(p, config)]
     files = []
-    for part in find_local_partitions(list(paths), config):
+    parts = find_local_partitions([p for p in paths if p not in metadata], config) \
+        if len(metadata) < len(paths) else []
+    for part in parts:
         fs = part.fs if part.fs is not None else filesystem_for(part.path, config)[0]
-        kinds = [(k, name) for name in fs.list_dir(part.path)
-                 if (k := kind_of(name)) is not None]
-        segments = sorted((k[0], _SUFFIX_ORDER[k[1]], name) for k, name in kinds
-                          if k[1] != SNAPSHOT_SUFFIX)
-        snapshots = sorted((k[0], name) for k, name in kinds if k[1] == SNAPSHOT_SUFFIX)
-        files += [fs.join(part.path, entry[-1]) for entry in (*segments, *snapshots)]
+        files += _files_of(fs, part.path)
+    for given in metadata:
+        fs, path = filesystem_for(given, config)
+        files += _files_of(fs, path)
+        files += sorted(fs.join(path, name) for name in fs.list_dir(path)
+                        if SNAPSHOT_NAME.match(name))
     return files
+
+
+def _is_metadata_dir(given: str, config) -> bool:
+    fs, path = filesystem_for(given, config)
+    name = fs.basename(path.rstrip("/"))
+    return name.startswith(METADATA_TOPIC + "-") and fs.is_dir(path)
+
+
+def _files_of(fs, path: str) -> list[str]:
+    kinds = [(k, name) for name in fs.list_dir(path) if (k := kind_of(name)) is not None]
+    segments = sorted((k[0], _SUFFIX_ORDER[k[1]], name) for k, name in kinds
+                      if k[1] != SNAPSHOT_SUFFIX)
+    snapshots = sorted((k[0], name) for k, name in kinds if k[1] == SNAPSHOT_SUFFIX)
+    return [fs.join(path, entry[-1]) for entry in (*segments, *snapshots)]
 
 
 def dump_file(d: Dumper, arg: str) -> None:

@@ -72,6 +72,27 @@ def assert_same_but_secrets(kafka_out: bytes, ours: bytes) -> int:
     return sum(1 for k, f in zip(kafka_lines, fixed) if k != f)
 
 
+def assert_redacted_where_due(dump: bytes) -> int:
+    """Every payload of a sensitive config and every SCRAM credential in a text dump shows
+    "(redacted)" in place of its secret; returns how many payloads hold one."""
+    from segmentlog_source.values.kafka_internal.metadata_configs import config_is_sensitive
+
+    due = 0
+    for line in dump.split(b"\n"):
+        if b"payload: {" not in line:
+            continue
+        payload = json.loads(line.split(b"payload: ", 1)[1])
+        data = payload["data"]
+        if payload["type"] == "CONFIG_RECORD" and data["value"] is not None \
+                and config_is_sensitive(data["resourceType"], data["name"]):
+            assert data["value"] == REDACTED, line
+            due += 1
+        elif payload["type"] == "USER_SCRAM_CREDENTIAL_RECORD":
+            assert [data[k] for k in ("salt", "storedKey", "serverKey")] == [REDACTED] * 3
+            due += 1
+    return due
+
+
 def assert_no_secret(text) -> None:
     data = text if isinstance(text, str) else text.decode("utf-8", "replace")
     for secret in ms.SECRET_TEXTS:
@@ -203,6 +224,24 @@ def test_fixture_snapshots_dump_as_kafka_dumps_them():
     assert ours.count(b'"type":"PARTITION_RECORD"') >= 300
 
 
+def test_dump_of_the_metadata_directory_takes_its_snapshots(tmp_path):
+    """`segmentlog dump <__cluster_metadata-0> --cluster-metadata-decoder`: the directory's
+    segments, then its snapshots (a data directory's listing leaves the metadata log out)."""
+    from tests.cli.helpers import run_cli
+
+    part = shared_fixture("kafka-real", "gozieokafor-data-store", "__cluster_metadata-0")
+    result = run_cli("dump", part, FLAG, "--quiet")
+    assert result.returncode == 0, result.stderr
+    snapshots = sorted(part.glob("*.checkpoint"))
+    dumped = [line[len("Dumping "):] for line in result.stdout.split("\n")
+              if line.startswith("Dumping ")]
+    assert dumped == [str(p) for p in sorted(part.glob("*.snapshot")) + snapshots]
+    expected = our_dump(sorted(part.glob("*.snapshot")) + snapshots)
+    assert result.stdout.encode() == expected
+    data_dir = run_cli("dump", part.parent, "--quiet")
+    assert "__cluster_metadata" not in data_dir.stdout
+
+
 @pytest.fixture(scope="module")
 def made_log(tmp_path_factory) -> Path:
     values = [v for *_, v in ms.every_type(per_version=3)] + ms.secret_records() + ms.hostile()
@@ -219,6 +258,7 @@ def test_made_records_dump_as_kafka_dumps_them(made_log, flags):
     with_secret = [line for line in kafka_out.split(b"\n")
                    if any(s.encode() in line for s in ms.SECRET_TEXTS)]
     assert len(with_secret) == len(ms.SENSITIVE_CONFIGS) + 2 < redacted
+    assert assert_redacted_where_due(ours) == redacted
     assert_no_secret(ours)
     # every hostile value but five Kafka reads: three versions it does not know (read with
     # the newest layout), an unknown tag (skipped) and a changed byte inside a tagged field
