@@ -89,18 +89,23 @@ def partition_sources(opts: ReadOptions, stats=None) -> list[PartitionSource]:
 
 
 def _local(opts: ReadOptions, *, allow_empty: bool):
-    # KRaft's metadata log is read only decoded: its raw values may hold secrets, which
-    # valueFormat=kafka-internal redacts
-    metadata_log = opts.decoding.value.format == KAFKA_INTERNAL
-    if not metadata_log:
-        for path in opts.paths:
-            if path.rstrip("/").rsplit("/", 1)[-1].startswith(METADATA_TOPIC + "-"):
-                raise BadOptionError("valueFormat", opts.decoding.value.format,
-                                     f"{path} is KRaft's metadata log, read only with "
-                                     "valueFormat=kafka-internal (its values may hold "
-                                     "secrets, which that format redacts)")
     return find_local_partitions(list(opts.paths), opts.store, allow_empty=allow_empty,
-                                 metadata_log=metadata_log)
+                                 metadata_log=reads_metadata_log(opts))
+
+
+def reads_metadata_log(opts: ReadOptions) -> bool:
+    """Whether a read may take KRaft's `__cluster_metadata` partition (given itself): only
+    decoded, since its raw values may hold secrets, which valueFormat=kafka-internal redacts. A
+    path naming it in a read that would not decode it is refused."""
+    if opts.decoding.value.format == KAFKA_INTERNAL:
+        return True
+    for path in opts.paths:
+        if path.rstrip("/").rsplit("/", 1)[-1].startswith(METADATA_TOPIC + "-"):
+            raise BadOptionError("valueFormat", opts.decoding.value.format,
+                                 f"{path} is KRaft's metadata log, read only with "
+                                 "valueFormat=kafka-internal (its values may hold secrets, "
+                                 "which that format redacts)")
+    return False
 
 
 def find_local_partitions(paths: list[str], config=None, *, allow_empty: bool = False,

@@ -77,3 +77,25 @@ def test_the_metadata_log_is_read_only_decoded(spark, metadata_partition):
     part, _ = metadata_partition
     with pytest.raises(Exception, match="read only with valueFormat=kafka-internal"):
         read_segmentlog(spark, part).collect()
+
+
+def test_a_stream_reads_the_metadata_log_decoded_too(spark, metadata_partition, tmp_path):
+    part, values = metadata_partition
+    stream = (spark.readStream.format("segmentlog").option("startingOffsets", "earliest")
+              .option("valueFormat", "kafka-internal").load(str(part)))
+    query = (stream.select("offset", "key_decoded.record_type", "value", "value_error")
+             .writeStream.format("memory").queryName("metadata_stream")
+             .option("checkpointLocation", str(tmp_path / "cp"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination(120)
+    rows = spark.sql("select * from metadata_stream order by offset").collect()
+    expected = _expected(values)
+    assert [r.offset for r in rows] == list(range(len(values)))
+    assert [r.record_type for r in rows] == [None if e is None else e.record_type
+                                             for e in expected]
+    assert_no_secret(b"".join(bytes(r.value) for r in rows if r.value is not None))
+    with pytest.raises(Exception, match="read only with valueFormat=kafka-internal"):
+        spark.readStream.format("segmentlog").load(str(part)).writeStream.format(
+            "memory").queryName("refused").option(
+            "checkpointLocation", str(tmp_path / "cp2")).trigger(availableNow=True).start(
+            ).awaitTermination(60)
