@@ -28,6 +28,9 @@ SHOWN_CONFIGS = [(2, "retention.ms"), (2, "cleanup.policy"), (4, "log.retention.
                  (16, "interval.ms")]
 
 
+MINUS_ONE = b"\xff\xff\xff\xff\x0f"   # -1 as Kafka's 5-byte unsigned varint
+
+
 def frame(api_key: int, version: int, body: bytes, frame_version: int = 1) -> bytes:
     return uvarint(frame_version) + uvarint(api_key) + uvarint(version) + body
 
@@ -98,6 +101,13 @@ def hostile() -> list[bytes | None]:
         frame(3, 3, encode(3, 2, fields_of(3, replicas=[1], isr=[1], directories=[]))[3:]),
         frame(0, 5, broker[3:]),                                    # nested struct too new
         frame(2, 40000, topic[3:]),                                 # version over a short
+        # a version or type of -1 (a 5-byte varint): Kafka reads a version < 0 as version 0
+        b"\x01\x02" + MINUS_ONE + topic[3:], b"\x01" + MINUS_ONE + b"\x00" + topic[3:],
+        b"\x01\x05" + MINUS_ONE + change[3:], b"\x01\x00" + MINUS_ONE + broker[3:],
+        # tags declared for later versions: ELR (6, 2+) in a version 0 and 1 PartitionChange,
+        # cordonedLogDirs (1, 4+) in a version 3 RegisterBroker
+        change[:2] + b"\x00" + change[3:], change[:2] + b"\x01" + change[3:],
+        broker[:2] + b"\x03" + broker[3:-1] + b"\x01\x01\x01\x00",
         # tagged sections: a changed last byte, a size past the end, an unknown tag (Kafka
         # skips it), a known tag whose value is cut, a negative count
         change[:-1] + b"\x05", topic[:-1] + b"\x01\x09\x20",

@@ -127,12 +127,16 @@ def test_tagged_fields_are_read_and_printed_only_when_set():
     assert json.loads(record.data_json()) == {"partitionId": 0,
                                               "topicId": "AAAAAAAAAAAAAAAAAAAAAQ",
                                               "isr": [1, 2]}
-    # eligibleLeaderReplicas (tag 6) exists from version 2: at 0 it is an unknown tag, skipped
+    # eligibleLeaderReplicas (tag 6) exists from version 2: at 0 Kafka refuses the tag
     v2 = ms.encode(5, 2, ms.fields_of(5, topicId=fields["topicId"],
                                       eligibleLeaderReplicas=[4]))
     as_v0 = v2[:2] + b"\x00" + v2[3:]
     assert decode_metadata(v2).fields["eligibleLeaderReplicas"] == [4]
-    assert decode_metadata(as_v0).fields["eligibleLeaderReplicas"] is None
+    with pytest.raises(MetadataRecordError, match=r"tag 6 \(eligibleLeaderReplicas\) at byte"):
+        decode_metadata(as_v0)
+    # a tag the record does not declare is skipped (Kafka keeps it unread)
+    unknown = ms.encode(2, 0, ms.fields_of(2, name="t"))[:-1] + b"\x01\x09\x02ab"
+    assert decode_metadata(unknown).fields.unknown_tags == ((9, b"ab"),)
 
 
 def test_kafka_error_texts():
@@ -260,9 +264,10 @@ def test_made_records_dump_as_kafka_dumps_them(made_log, flags):
     assert len(with_secret) == len(ms.SENSITIVE_CONFIGS) + 2 < redacted
     assert assert_redacted_where_due(ours) == redacted
     assert_no_secret(ours)
-    # every hostile value but five Kafka reads: three versions it does not know (read with
-    # the newest layout), an unknown tag (skipped) and a changed byte inside a tagged field
-    assert ours.count(b"Error at ") == len(ms.hostile()) - 5
+    # every hostile value but six Kafka reads: three versions it does not know (read with
+    # the newest layout), a TopicRecord of version -1 (read as 0), an unknown tag (skipped)
+    # and a changed byte inside a tagged field
+    assert ours.count(b"Error at ") == len(ms.hostile()) - 6
 
 
 def test_json_dump_carries_the_payload(made_log):

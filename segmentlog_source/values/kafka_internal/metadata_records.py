@@ -64,7 +64,8 @@ class MetadataRecord:
     def data_json(self) -> str:
         """The record's fields as Kafka's JSON converter prints them (redacted ones as text)."""
         overrides = {name: jackson_string(REDACTED) for name in self.redacted}
-        return struct_json(self.kind.message.struct, self.fields, self.version, overrides)
+        return struct_json(self.kind.message.struct, self.fields, _layout(self.version),
+                           overrides)
 
     def json(self) -> str:
         """What DumpLogSegments prints after "payload: "."""
@@ -105,8 +106,9 @@ def decode_metadata(value, *, strict: bool = True) -> MetadataRecord:
             f"{msg.name} of unknown version {version} (known: {msg.valid.lo}-"
             f"{msg.valid.hi})", f"Unknown version {version} of {msg.name}")
     r.highest = msg.valid.hi     # a nested struct refuses versions newer than the record's
+    layout = _layout(version)
     try:
-        fields = read_struct(r, msg.struct, version, version in msg.flexible, nested=False)
+        fields = read_struct(r, msg.struct, layout, layout in msg.flexible, nested=False)
     except ReadFailure as failure:
         raise MetadataRecordError(
             f"{msg.name} v{version}: {failure.where()}: {failure.reason}",
@@ -116,6 +118,13 @@ def decode_metadata(value, *, strict: bool = True) -> MetadataRecord:
             f"{msg.name} v{version}: {r.remaining()} byte(s) follow the record, from byte "
             f"{r.pos}", f"Found {r.remaining()} byte(s) of garbage after {api_key}")
     return MetadataRecord(api_key, kind.name, version, fields)
+
+
+def _layout(version: int) -> int:
+    """The version whose layout Kafka's generated code reads (and prints) a record at. It tests
+    a field's versions only where they do not span all the record's valid versions, so a
+    negative version (a 5-byte varint) reads as version 0 does; a newer one reads as itself."""
+    return max(version, 0)
 
 
 def _short(r: Reader, entity: str) -> int:
