@@ -115,3 +115,29 @@ def hostile() -> list[bytes | None]:
         change[:-1] + b"\x01\x00\x03\x03\x00", topic[:-1] + b"\xff\xff\xff\xff\x0f",
     ]
     return out
+
+
+def mutations(count: int, seed: int = 23) -> list[bytes]:
+    """Records of every type with random damage: a byte changed, inserted or deleted, a varint
+    byte set to 0xff, a tail cut, or two records spliced."""
+    rng = random.Random(seed)
+    records = [v for *_, v in every_type(per_version=2, seed=seed)]
+    out = []
+    while len(out) < count:
+        value = bytearray(rng.choice(records))
+        at = rng.randrange(len(value))
+        action = rng.randrange(6)
+        if action == 0:
+            value[at] ^= 1 << rng.randrange(8)
+        elif action == 1:
+            value.insert(at, rng.randrange(256))
+        elif action == 2 and len(value) > 1:
+            del value[at]
+        elif action == 3:
+            value[at] = 0xFF
+        elif action == 4:
+            del value[at:]
+        else:
+            value = value[:at] + bytearray(rng.choice(records))[rng.randrange(3, 8):]
+        out.append(bytes(value))
+    return out

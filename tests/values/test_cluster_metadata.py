@@ -270,6 +270,18 @@ def test_made_records_dump_as_kafka_dumps_them(made_log, flags):
     assert ours.count(b"Error at ") == len(ms.hostile()) - 6
 
 
+def test_randomly_damaged_records_dump_as_kafka_dumps_them(tmp_path):
+    """600 records of every type, each damaged at random (seeded): DumpLogSegments and
+    segmentlog read or refuse each alike."""
+    values = ms.mutations(600)
+    log = write_log(tmp_path / "00000000000000000000.log", values, per_batch=50)
+    kafka_out, _ = kafka_dump([log], (FLAG, "--skip-record-metadata"))
+    ours = our_dump([log], skip=True)
+    assert_same_but_secrets(kafka_out, ours)
+    errors = ours.count(b"Error at ")
+    assert 200 < errors < 600      # both outcomes, many times
+
+
 def test_json_dump_carries_the_payload(made_log):
     lines = [json.loads(x) for x in our_dump([made_log], json_lines=True).splitlines()]
     records = [x for x in lines if x["kind"] == "record"]
@@ -353,3 +365,27 @@ def test_shown_configs_are_kafkas_non_password_names(tmp_path):
             kafka.setdefault(int(resource_type), set()).add(name)
     assert {k: set(v) for k, v in SHOWN_CONFIGS.items()} == kafka
     assert {"ssl.keystore.password", "sasl.jaas.config", "ssl.key.password"} <= sensitive
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.binary(max_size=40),
+                          st.sampled_from(ms.mutations(200, seed=5) + ms.secret_records())),
+                max_size=30))
+def test_columns_of_any_values_align_and_hide_secrets(values):
+    import pyarrow as pa
+
+    from segmentlog_source.values.kafka_internal.columns import (KEY_ARROW_TYPE,
+                                                                 VALUE_ARROW_TYPE,
+                                                                 decode_metadata_columns)
+
+    keys, decoded, errors, raw = decode_metadata_columns(pa.array(values, pa.binary()))
+    assert (keys.type, decoded.type) == (KEY_ARROW_TYPE, VALUE_ARROW_TYPE)
+    assert len(keys) == len(decoded) == len(errors) == len(raw) == len(values)
+    for value, key, row, error, kept in zip(values, keys.to_pylist(), decoded.to_pylist(),
+                                            errors, raw.to_pylist()):
+        if error is not None:
+            assert key is None and row is None and kept is None
+        else:
+            assert kept is None if row["metadata"]["redacted"] else kept == value
+            assert_no_secret(row["json"])
+    assert_no_secret(repr(decoded.to_pylist()) + repr(raw.to_pylist()))
