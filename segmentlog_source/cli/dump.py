@@ -40,9 +40,10 @@ does (`payload: {"type":"TOPIC_RECORD","version":0,"data":{...}}`, "Error at <of
 skipping. ..." for a record it cannot read), with one deliberate difference: secrets are
 redacted. A ConfigRecord value whose name Kafka's config schema marks a password or does not
 know, and a SCRAM credential's salt, storedKey and serverKey, print as "(redacted)" where Kafka
-prints them (text and --json). A `.checkpoint` snapshot without its SnapshotHeader first and
-SnapshotFooter last, with a bad CRC or an offset gap, is printed as Kafka prints it and named
-on stderr with its byte and offset.
+prints them (text and --json); --print-data-log without the decoder prints the payload of such
+a record, in a __cluster_metadata-* directory or a .checkpoint file, as (redacted). A
+`.checkpoint` snapshot without its SnapshotHeader first and SnapshotFooter last, with a bad CRC
+or an offset gap, is printed as Kafka prints it and named on stderr with its byte and offset.
 
 --json prints one JSON object per line instead of Kafka's text; every object has a "kind":
 

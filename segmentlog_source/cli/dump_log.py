@@ -25,7 +25,7 @@ from ..format.record_decoder import decode_batch
 from ..storage.log.entry_scan import EntryScan
 from ..storage.log.kraft_snapshot import BOOTSTRAP_NAME, SNAPSHOT_NAME, read_kraft_snapshot
 from ..values.kafka_internal.metadata_messages import CLUSTER_METADATA
-from ..values.kafka_internal.metadata_records import dump_payload
+from ..values.kafka_internal.metadata_records import REDACTED, dump_payload, holds_secret
 from ..values.kafka_internal.records import dump_texts
 from .dump_context import Dumper
 
@@ -59,6 +59,7 @@ def dump_log(d: Dumper, fs, path: str, shown: str) -> None:
         d.line(f"Log starting offset: {base}")
         d.obj("file", path=shown, type="log", baseOffset=base)
     opts = d.options
+    metadata = _is_metadata_file(fs, shown)
     scan = _KafkaShallowScan(fs, path)
     previous_offset = -1
     for header, entry in scan:
@@ -81,7 +82,7 @@ def dump_log(d: Dumper, fs, path: str, shown: str) -> None:
                                (previous_offset, record.offset))
             previous_offset = record.offset
             try:
-                _record(d, header, record, inner[i] if inner else None)
+                _record(d, header, record, inner[i] if inner else None, metadata)
             except CorruptDataError as err:
                 raise at_batch(err, path, header) from None
     if scan.invalid_tail is not None and opts.max_bytes == INT32_MAX:
@@ -212,7 +213,14 @@ def _legacy_inner_checks(h: BatchHeader, entry, valid: bool) -> list[tuple[int, 
     return [(m.crc, m.crc_is_valid(inner[m.position:m.end])) for m in iter_headers(inner)]
 
 
-def _record(d: Dumper, h: BatchHeader, record, legacy_check: tuple[int, bool] | None) -> None:
+def _is_metadata_file(fs, shown: str) -> bool:
+    """A file of KRaft's metadata: a snapshot, or a segment of a __cluster_metadata partition."""
+    parent = fs.basename(fs.dirname(shown)) if "/" in shown else ""
+    return shown.endswith(".checkpoint") or parent.startswith(CLUSTER_METADATA + "-")
+
+
+def _record(d: Dumper, h: BatchHeader, record, legacy_check: tuple[int, bool] | None,
+            metadata: bool = False) -> None:
     opts = d.options
     ts_type = TIMESTAMP_TYPE_NAMES[h.timestamp_type]
     key_size = -1 if record.key is None else len(record.key)
@@ -243,6 +251,8 @@ def _record(d: Dumper, h: BatchHeader, record, legacy_check: tuple[int, bool] | 
             # Kafka's default StringDecoder: UTF-8, malformed input replaced (as Java does).
             key = None if record.key is None else java_utf8(record.key)
             value = None if record.value is None else java_utf8(record.value)
+            if metadata and holds_secret(record.value):
+                value = REDACTED     # the raw bytes of a record with a secret: not shown
         fields["key"], fields["payload"] = key, value
         if key is not None:
             text += f"{prefix}key: {key}"

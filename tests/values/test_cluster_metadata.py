@@ -23,7 +23,7 @@ from segmentlog_source.format.records import Record
 from segmentlog_source.values.kafka_internal.metadata_messages import (CLUSTER_METADATA,
                                                                        METADATA_RECORD_TYPES)
 from segmentlog_source.values.kafka_internal.metadata_records import (
-    REDACTED, MetadataRecordError, decode_metadata, dump_payload, redact)
+    REDACTED, MetadataRecordError, decode_metadata, dump_payload, holds_secret, redact)
 from tests.cli.test_dump_vs_kafka import kafka_dump
 from tests.conftest import shared_fixture
 from tests.values import metadata_samples as ms
@@ -49,12 +49,17 @@ def write_log(path: Path, values: list, per_batch: int = 25) -> Path:
 
 
 def redacted_like_ours(kafka_line: bytes, our_line: bytes) -> bytes:
-    """Kafka's line with the fields our payload shows as "(redacted)" redacted the same way
-    (the one deliberate difference); other lines unchanged."""
+    """Kafka's line with what our line redacts redacted the same way (the one deliberate
+    difference): a decoder's payload JSON field by field, a raw payload (--print-data-log on a
+    metadata file) whole; other lines unchanged."""
     if REDACTED.encode() not in our_line:
         return kafka_line
     head, _, payload = kafka_line.partition(b"payload: ")
-    ours = json.loads(our_line.partition(b"payload: ")[2])
+    our_head, _, our_payload = our_line.partition(b"payload: ")
+    assert head == our_head, (kafka_line, our_line)
+    if our_payload == REDACTED.encode():
+        return our_line
+    ours = json.loads(our_payload)
     theirs = json.loads(payload)
     for name, value in ours["data"].items():
         if value == REDACTED and theirs["data"][name] != REDACTED:
@@ -63,13 +68,22 @@ def redacted_like_ours(kafka_line: bytes, our_line: bytes) -> bytes:
     return our_line
 
 
+def kafka_with_our_redactions(kafka_out: bytes, ours: bytes) -> bytes:
+    """Kafka's output with our redactions applied, line by line (when the line counts match;
+    otherwise unchanged, for the comparison to show where they part)."""
+    kafka_lines, lines = kafka_out.split(b"\n"), ours.split(b"\n")
+    if len(kafka_lines) != len(lines):
+        return kafka_out
+    return b"\n".join(redacted_like_ours(k, o) for k, o in zip(kafka_lines, lines))
+
+
 def assert_same_but_secrets(kafka_out: bytes, ours: bytes) -> int:
     """Line for line equal but for redacted secrets; returns how many lines were redacted."""
-    kafka_lines, lines = kafka_out.split(b"\n"), ours.split(b"\n")
-    assert len(kafka_lines) == len(lines)
-    fixed = [redacted_like_ours(k, o) for k, o in zip(kafka_lines, lines)]
-    assert_same_lines(b"\n".join(fixed), ours)
-    return sum(1 for k, f in zip(kafka_lines, fixed) if k != f)
+    kafka_lines = kafka_out.split(b"\n")
+    assert len(kafka_lines) == len(ours.split(b"\n"))
+    fixed = kafka_with_our_redactions(kafka_out, ours)
+    assert_same_lines(fixed, ours)
+    return sum(1 for k, f in zip(kafka_lines, fixed.split(b"\n")) if k != f)
 
 
 def assert_redacted_where_due(dump: bytes) -> int:
@@ -208,6 +222,28 @@ def test_the_dump_shows_no_secret_in_text_or_json(tmp_path):
         out = our_dump([log], json_lines=json_lines)
         assert_no_secret(out)
         assert out.count(REDACTED.encode()) == len(ms.SENSITIVE_CONFIGS) + 1 + 3
+
+
+def test_print_data_log_of_a_metadata_file_hides_records_with_secrets(tmp_path):
+    """Without the decoder, --print-data-log prints values as text: a metadata record holding
+    a secret is printed "(redacted)" whole, in text and JSON; the other records as Kafka does."""
+    values = ms.secret_records() + [v for *_, v in ms.every_type(per_version=1)]
+    log = write_log(tmp_path / "__cluster_metadata-0" / "00000000000000000000.log", values)
+    holding = sum(1 for v in values if holds_secret(v))
+    assert holding >= len(ms.SENSITIVE_CONFIGS) + 2
+    kafka_out, _ = kafka_dump([log], ("--print-data-log",))
+    for json_lines in (False, True):
+        out, err = io.StringIO(), io.StringIO()
+        dump_files([str(log)], DumpOptions(print_data_log=True, json=json_lines), out, err)
+        assert_no_secret(out.getvalue())
+        if not json_lines:
+            redacted = assert_same_but_secrets(kafka_out, out.getvalue().encode())
+            assert redacted == holding == out.getvalue().count(REDACTED)
+    # the same bytes outside a metadata directory are an ordinary topic's: printed as they are
+    other = write_log(tmp_path / "orders-0" / "00000000000000000000.log", ms.secret_records())
+    out, err = io.StringIO(), io.StringIO()
+    dump_files([str(other)], DumpOptions(print_data_log=True), out, err)
+    assert ms.SECRET in out.getvalue()
 
 
 # -- against DumpLogSegments -----------------------------------------------------------------

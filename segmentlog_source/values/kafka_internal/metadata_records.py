@@ -164,6 +164,15 @@ def redact(record: MetadataRecord) -> MetadataRecord:
     return replace(record, fields=fields, redacted=tuple(names))
 
 
+def holds_secret(value) -> bool:
+    """Whether a metadata record's value (bytes) decodes, as Kafka reads it, to a record with a
+    secret: its raw bytes must not be shown either."""
+    try:
+        return bool(sensitive_fields(decode_metadata(value, strict=False)))
+    except MetadataRecordError:
+        return False
+
+
 def dump_payload(value, offset: int) -> str:
     """The text DumpLogSegments 4.4 prints after "payload: " for a metadata record, its secrets
     redacted; a record it cannot read is Kafka's "Error at <offset>, skipping. ..." line."""
