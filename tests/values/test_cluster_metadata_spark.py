@@ -99,3 +99,14 @@ def test_a_stream_reads_the_metadata_log_decoded_too(spark, metadata_partition, 
             "memory").queryName("refused").option(
             "checkpointLocation", str(tmp_path / "cp2")).trigger(availableNow=True).start(
             ).awaitTermination(60)
+
+
+def test_failfast_names_the_offset_and_dropmalformed_drops(spark, metadata_partition):
+    part, values = metadata_partition
+    expected = _expected(values)
+    first_bad = next(i for i, e in enumerate(expected) if e is None)
+    with pytest.raises(Exception, match=f"topic __cluster_metadata partition 0 offset "
+                       f"{first_bad}: the value does not decode"):
+        read_segmentlog(spark, part, valueFormat="kafka-internal", mode="FAILFAST").collect()
+    kept = read_segmentlog(spark, part, valueFormat="kafka-internal", mode="DROPMALFORMED")
+    assert kept.count() == sum(1 for e in expected if e is not None)
