@@ -35,6 +35,16 @@ Kafka's JSON, `<DELETE>` for a tombstone, and one
 Kafka's, they imply --print-data-log; given both, --offsets-decoder is used. A record without
 a key, where Kafka's decoders throw, is an error naming its batch.
 
+--cluster-metadata-decoder prints KRaft's `__cluster_metadata` log and snapshots as Kafka's
+does (`payload: {"type":"TOPIC_RECORD","version":0,"data":{...}}`, "Error at <offset>,
+skipping. ..." for a record it cannot read), with one deliberate difference: secrets are
+redacted. A ConfigRecord value whose name Kafka's config schema marks a password or does not
+know, and a SCRAM credential's salt, storedKey and serverKey, print as "(redacted)" where Kafka
+prints them (text and --json); --print-data-log without the decoder prints the payload of such
+a record, in a __cluster_metadata-* directory or a .checkpoint file, as (redacted). A
+`.checkpoint` snapshot without its SnapshotHeader first and SnapshotFooter last, with a bad CRC
+or an offset gap, is printed as Kafka prints it and named on stderr with its byte and offset.
+
 --json prints one JSON object per line instead of Kafka's text; every object has a "kind":
 
   file         {"path", "type": log|kraft-snapshot|index|timeindex|txnindex|snapshot,
@@ -71,8 +81,11 @@ from ..errors import BadOptionError, LogNotFoundError
 from ..format.batch import INT32_MAX
 from ..plan.partition_sources import find_local_partitions
 from ..storage.io.filesystem import filesystem_for
+from ..storage.log.kraft_snapshot import SNAPSHOT_NAME
+from ..storage.log.log_directory import METADATA_TOPIC
 from ..storage.log_files import INDEX_SUFFIXES, LOG_SUFFIX, SNAPSHOT_SUFFIX, kind_of
 from ..values.kafka_internal.messages import CONSUMER_OFFSETS, TRANSACTION_STATE
+from ..values.kafka_internal.metadata_messages import CLUSTER_METADATA
 from .dump_context import DEFAULT_MAX_MESSAGE_SIZE, Dumper, DumpOptions, DumpProblems
 from .dump_indexes import dump_offset_index, dump_snapshot, dump_time_index, dump_txn_index
 from .dump_log import dump_log, java_file
@@ -100,17 +113,36 @@ _SUFFIX_ORDER = {s: i for i, s in enumerate((LOG_SUFFIX, *INDEX_SUFFIXES))}
 
 def partition_files(paths: list[str], config=None) -> list[str]:
     """Every segment, index and producer snapshot file of the partitions under `paths` (data or
-    partition directories, or URIs of them), in the order `segmentlog dump DIR` dumps them."""
+    partition directories, or URIs of them), in the order `segmentlog dump DIR` dumps them. A
+    `__cluster_metadata-0` directory given itself (a data directory's listing leaves it out)
+    comes last, with its KRaft `.checkpoint` snapshots after its segments."""
+    metadata = [p for p in paths if _is_metadata_dir(p, config)]
     files = []
-    for part in find_local_partitions(list(paths), config):
+    parts = find_local_partitions([p for p in paths if p not in metadata], config) \
+        if len(metadata) < len(paths) else []
+    for part in parts:
         fs = part.fs if part.fs is not None else filesystem_for(part.path, config)[0]
-        kinds = [(k, name) for name in fs.list_dir(part.path)
-                 if (k := kind_of(name)) is not None]
-        segments = sorted((k[0], _SUFFIX_ORDER[k[1]], name) for k, name in kinds
-                          if k[1] != SNAPSHOT_SUFFIX)
-        snapshots = sorted((k[0], name) for k, name in kinds if k[1] == SNAPSHOT_SUFFIX)
-        files += [fs.join(part.path, entry[-1]) for entry in (*segments, *snapshots)]
+        files += _files_of(fs, part.path)
+    for given in metadata:
+        fs, path = filesystem_for(given, config)
+        files += _files_of(fs, path)
+        files += sorted(fs.join(path, name) for name in fs.list_dir(path)
+                        if SNAPSHOT_NAME.match(name))
     return files
+
+
+def _is_metadata_dir(given: str, config) -> bool:
+    fs, path = filesystem_for(given, config)
+    name = fs.basename(path.rstrip("/"))
+    return name.startswith(METADATA_TOPIC + "-") and fs.is_dir(path)
+
+
+def _files_of(fs, path: str) -> list[str]:
+    kinds = [(k, name) for name in fs.list_dir(path) if (k := kind_of(name)) is not None]
+    segments = sorted((k[0], _SUFFIX_ORDER[k[1]], name) for k, name in kinds
+                      if k[1] != SNAPSHOT_SUFFIX)
+    snapshots = sorted((k[0], name) for k, name in kinds if k[1] == SNAPSHOT_SUFFIX)
+    return [fs.join(path, entry[-1]) for entry in (*segments, *snapshots)]
 
 
 def dump_file(d: Dumper, arg: str) -> None:
@@ -191,6 +223,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--transaction-log-decoder", action="store_true",
                         help="print keys and values as __transaction_state records (implies "
                         "--print-data-log)")
+    parser.add_argument("--cluster-metadata-decoder", action="store_true",
+                        help="print values as KRaft cluster metadata records (__cluster_metadata "
+                        "logs and .checkpoint snapshots; implies --print-data-log). Unlike "
+                        "Kafka's, secrets are redacted: sensitive or unknown ConfigRecord values "
+                        "and SCRAM credentials print as \"(redacted)\"")
 
 
 def run(args) -> int:
@@ -220,12 +257,14 @@ def run(args) -> int:
 
 
 def decoder_topic(args) -> str | None:
-    """The internal topic a decoder flag names; Kafka takes --offsets-decoder when both are
-    given."""
+    """The internal topic a decoder flag names; given several, Kafka takes --offsets-decoder,
+    then --transaction-log-decoder, then --cluster-metadata-decoder."""
     if getattr(args, "offsets_decoder", False):
         return CONSUMER_OFFSETS
     if getattr(args, "transaction_log_decoder", False):
         return TRANSACTION_STATE
+    if getattr(args, "cluster_metadata_decoder", False):
+        return CLUSTER_METADATA
     return None
 
 

@@ -26,7 +26,8 @@ class DumpOptions:
     skip_record_metadata: bool = False
     json: bool = False
     # The internal topic whose records keys and values are decoded as (--offsets-decoder:
-    # __consumer_offsets, --transaction-log-decoder: __transaction_state), or None.
+    # __consumer_offsets, --transaction-log-decoder: __transaction_state,
+    # --cluster-metadata-decoder: __cluster_metadata), or None.
     decoder: str | None = None
 
     @property

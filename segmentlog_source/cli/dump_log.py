@@ -23,11 +23,12 @@ from ..format.control import (ABORT, COMMIT, CONTROL_TYPE_NAMES, KRAFT_VERSION, 
 from ..format.java_text import java_utf8
 from ..format.record_decoder import decode_batch
 from ..storage.log.entry_scan import EntryScan
+from ..storage.log.kraft_snapshot import BOOTSTRAP_NAME, SNAPSHOT_NAME, read_kraft_snapshot
+from ..values.kafka_internal.metadata_messages import CLUSTER_METADATA
+from ..values.kafka_internal.metadata_records import REDACTED, dump_payload, holds_secret
 from ..values.kafka_internal.records import dump_texts
 from .dump_context import Dumper
 
-KRAFT_SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
-KRAFT_BOOTSTRAP_NAME = "bootstrap.checkpoint"
 _INT16 = struct.Struct(">h")
 _INT64 = struct.Struct(">q")
 
@@ -58,6 +59,7 @@ def dump_log(d: Dumper, fs, path: str, shown: str) -> None:
         d.line(f"Log starting offset: {base}")
         d.obj("file", path=shown, type="log", baseOffset=base)
     opts = d.options
+    metadata = _is_metadata_file(fs, shown)
     scan = _KafkaShallowScan(fs, path)
     previous_offset = -1
     for header, entry in scan:
@@ -80,13 +82,25 @@ def dump_log(d: Dumper, fs, path: str, shown: str) -> None:
                                (previous_offset, record.offset))
             previous_offset = record.offset
             try:
-                _record(d, header, record, inner[i] if inner else None)
+                _record(d, header, record, inner[i] if inner else None, metadata)
             except CorruptDataError as err:
                 raise at_batch(err, path, header) from None
     if scan.invalid_tail is not None and opts.max_bytes == INT32_MAX:
         position, count = scan.invalid_tail
         d.line(f"Found {count} invalid bytes at the end of {name}")
         d.obj("invalidBytes", position=position, count=count)
+    if name.endswith(".checkpoint") and opts.max_bytes == INT32_MAX:
+        _check_kraft_snapshot(d, fs, path)
+
+
+def _check_kraft_snapshot(d: Dumper, fs, path: str) -> None:
+    """Kafka's dump prints a snapshot whatever its shape; its snapshot reader (and segmentlog)
+    refuses one without its header first and footer last, a bad CRC or an offset gap: said on
+    stderr, naming the file, byte and offset."""
+    try:
+        read_kraft_snapshot(fs, path)
+    except CorruptDataError as err:
+        d.err.write(f"{err}\n")   # <file> at byte <n>: KRaft snapshot: ... (offset <o>)
 
 
 class _KafkaShallowScan:
@@ -123,14 +137,14 @@ class _KafkaShallowScan:
 
 
 def _kraft_snapshot_header(d: Dumper, name: str, shown: str) -> bool:
-    if name == KRAFT_BOOTSTRAP_NAME:
+    if name == BOOTSTRAP_NAME:
         d.line("KRaft bootstrap snapshot")
         d.obj("file", path=shown, type="kraft-snapshot", endOffset=None, epoch=None)
         return True
-    match = KRAFT_SNAPSHOT_NAME.match(name)
+    match = SNAPSHOT_NAME.match(name)
     if match is None:
         d.err.write(f"Ignoring {shown}: not a KRaft snapshot (<20-digit end offset>-<10-digit "
-                    f"epoch>.checkpoint or {KRAFT_BOOTSTRAP_NAME})\n")
+                    f"epoch>.checkpoint or {BOOTSTRAP_NAME})\n")
         return False
     end_offset, epoch = int(match[1]), int(match[2])
     d.line(f"Snapshot end offset: {end_offset}, epoch: {epoch}")
@@ -199,7 +213,14 @@ def _legacy_inner_checks(h: BatchHeader, entry, valid: bool) -> list[tuple[int, 
     return [(m.crc, m.crc_is_valid(inner[m.position:m.end])) for m in iter_headers(inner)]
 
 
-def _record(d: Dumper, h: BatchHeader, record, legacy_check: tuple[int, bool] | None) -> None:
+def _is_metadata_file(fs, shown: str) -> bool:
+    """A file of KRaft's metadata: a snapshot, or a segment of a __cluster_metadata partition."""
+    parent = fs.basename(fs.dirname(shown)) if "/" in shown else ""
+    return shown.endswith(".checkpoint") or parent.startswith(CLUSTER_METADATA + "-")
+
+
+def _record(d: Dumper, h: BatchHeader, record, legacy_check: tuple[int, bool] | None,
+            metadata: bool = False) -> None:
     opts = d.options
     ts_type = TIMESTAMP_TYPE_NAMES[h.timestamp_type]
     key_size = -1 if record.key is None else len(record.key)
@@ -230,6 +251,8 @@ def _record(d: Dumper, h: BatchHeader, record, legacy_check: tuple[int, bool] | 
             # Kafka's default StringDecoder: UTF-8, malformed input replaced (as Java does).
             key = None if record.key is None else java_utf8(record.key)
             value = None if record.value is None else java_utf8(record.value)
+            if metadata and holds_secret(record.value):
+                value = REDACTED     # the raw bytes of a record with a secret: not shown
         fields["key"], fields["payload"] = key, value
         if key is not None:
             text += f"{prefix}key: {key}"
@@ -244,6 +267,8 @@ def _decoded(topic: str, record) -> tuple[str | None, str | None]:
     """Key and payload text as DumpLogSegments' decoder for `topic` prints them. A record
     without a key ends Kafka's dump with an exception; here it is an error naming the record
     (at_batch places it in the file)."""
+    if topic == CLUSTER_METADATA:   # no keys; secrets redacted
+        return None, dump_payload(record.value, record.offset)
     try:
         return dump_texts(topic, record.key, record.value, record.offset)
     except MalformedValueError as err:

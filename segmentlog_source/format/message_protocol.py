@@ -299,9 +299,14 @@ def _read_tagged(r: Reader, st: Struct, out: StructValue, version: int) -> None:
         tag = r.uvarint("a tag")
         size = r.uvarint(f"the size of tag {tag}")
         f = st.tags.get(tag)
-        if f is None or version not in f.tagged:
+        if f is None:
             unknown.append((tag, r.take(size, f"tag {tag}")))
             continue
+        if version not in f.tagged:
+            # a tag the struct declares, at a version before its field's: Kafka refuses it
+            raise ReadFailure(f"tag {tag} ({f.name}) at byte {r.pos}, a field of versions "
+                              f"{f.tagged.lo}+ only", f"Tag {tag} is not valid for version "
+                              f"{version}", r.pos)
         # A known tag is read by its type; Kafka does not hold it to its announced size.
         try:
             if isinstance(f.type, Struct):

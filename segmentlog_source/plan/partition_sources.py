@@ -15,9 +15,10 @@ import logging
 from ..errors import BadOptionError, LogNotFoundError
 from ..format.remote_log_metadata import TOPIC as REMOTE_LOG_METADATA_TOPIC
 from ..storage.io.filesystem import filesystem_for
-from ..storage.log.log_directory import find_partitions
+from ..storage.log.log_directory import METADATA_TOPIC, find_partitions
 from ..storage.log.partition_log import PartitionLog
 from ..storage.tiered.remote_tier import RemoteTier, is_remote_tier, tier_hint
+from ..values.decoding_spec import KAFKA_INTERNAL
 from .options import ReadOptions
 
 log = logging.getLogger("segmentlog")
@@ -88,14 +89,32 @@ def partition_sources(opts: ReadOptions, stats=None) -> list[PartitionSource]:
 
 
 def _local(opts: ReadOptions, *, allow_empty: bool):
-    return find_local_partitions(list(opts.paths), opts.store, allow_empty=allow_empty)
+    return find_local_partitions(list(opts.paths), opts.store, allow_empty=allow_empty,
+                                 metadata_log=reads_metadata_log(opts))
 
 
-def find_local_partitions(paths: list[str], config=None, *, allow_empty: bool = False):
+def reads_metadata_log(opts: ReadOptions) -> bool:
+    """Whether a read may take KRaft's `__cluster_metadata` partition (given itself): only
+    decoded, since its raw values may hold secrets, which valueFormat=kafka-internal redacts. A
+    path naming it in a read that would not decode it is refused."""
+    if opts.decoding.value.format == KAFKA_INTERNAL:
+        return True
+    for path in opts.paths:
+        if path.rstrip("/").rsplit("/", 1)[-1].startswith(METADATA_TOPIC + "-"):
+            raise BadOptionError("valueFormat", opts.decoding.value.format,
+                                 f"{path} is KRaft's metadata log, read only with "
+                                 "valueFormat=kafka-internal (its values may hold secrets, "
+                                 "which that format redacts)")
+    return False
+
+
+def find_local_partitions(paths: list[str], config=None, *, allow_empty: bool = False,
+                          metadata_log: bool = False):
     """find_partitions, its error completed when a path is part of a remote tier (the CLI's
     commands read a broker's log directories through it too)."""
     try:
-        return find_partitions(paths, config=config, allow_empty=allow_empty)
+        return find_partitions(paths, config=config, allow_empty=allow_empty,
+                               metadata_log=metadata_log)
     except LogNotFoundError as err:
         hints = [h for h in (tier_hint(p, config) for p in paths) if h]
         if not hints:

@@ -24,7 +24,7 @@ from ..storage.io.stats import IOStats
 from ..storage.log.log_directory import find_partitions
 from ..storage.log.partition_log import PartitionLog
 from .options import ReadOptions
-from .partition_sources import partition_sources
+from .partition_sources import partition_sources, reads_metadata_log
 from .predicates import RowFilter
 from .ranges import check_named_partitions, resolve_range
 from .record_split import PlannedRange, record_groups
@@ -230,7 +230,8 @@ def stream_offsets(opts: ReadOptions) -> dict[tuple[str, int], PartitionOffsets]
     streaming query's offsets are made of (spark/stream_reader.py)."""
     out = {}
     pending_commits = _PendingCommits()
-    for pdir in find_partitions(list(opts.paths), config=opts.store, allow_empty=True):
+    for pdir in find_partitions(list(opts.paths), config=opts.store, allow_empty=True,
+                                metadata_log=reads_metadata_log(opts)):
         if not opts.selects_partition(pdir.topic, pdir.partition):
             continue
         log = PartitionLog.open(pdir.path, pdir.fs, topic=pdir.topic, partition=pdir.partition)

@@ -31,6 +31,7 @@ from ..storage.io.stats import IOStats
 from ..storage.io.store_config import DEFAULT_CONFIG, StoreConfig
 from ..storage.log.checked_scan import CheckedScan
 from ..storage.log.walked_scan import Resume, WalkedScan
+from ..storage.log.log_directory import METADATA_TOPIC
 from ..storage.txn.producer_state_manager import checked_end_txn_marker
 from ..values.record_decoding import RecordDecoding
 from .schema import arrow_schema, arrow_schema_of, with_decoded
@@ -283,6 +284,8 @@ class GroupScan:
             if header.is_control:   # its flags and marker are used unread by the decoder:
                 if verify and not header.crc_is_valid(entry):    # trust them after the CRC
                     yield from self._skip_or_raise(task, header, entry)
+                    continue
+                if task.topic == METADATA_TOPIC:   # KRaft's own (leader changes, voters)
                     continue
                 try:   # and only a well-formed transaction marker is dropped as one
                     marker = checked_end_txn_marker(header, entry)

@@ -28,6 +28,7 @@ from ..compat import (ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows,
 from ..errors import BadOptionError, DataLossError
 from ..plan.admission import Offsets, backlog, rate_limit
 from ..plan.options import EARLIEST, LATEST, BoundSpec
+from ..plan.partition_sources import reads_metadata_log
 from ..plan.read_plan import plan_read, stream_offsets
 from ..plan.stream_options import StreamOptions
 from ..storage.log.log_directory import find_partitions
@@ -180,7 +181,8 @@ class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def _present(self, assign) -> set:
         """The partitions of `assign` there now (a listing: plan_read opens their logs)."""
         return {(p.topic, p.partition) for p in find_partitions(
-            list(self.opts.read.paths), config=self.opts.read.store, allow_empty=True)
+            list(self.opts.read.paths), config=self.opts.read.store, allow_empty=True,
+            metadata_log=reads_metadata_log(self.opts.read))
             if p.partition in assign.get(p.topic, {})}
 
     def read(self, partition):

@@ -9,7 +9,8 @@
     DROPMALFORMED   rows with a malformed payload are left out, and counted in the log
 
 `kafka-internal` decodes a record's key and value together (the value's layout depends on the
-key): key_decoded, value_decoded and one value_error.
+key): key_decoded, value_decoded and one value_error. On `__cluster_metadata` it also nulls the
+raw value of a record that holds a secret or does not decode (kafka_internal/columns.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from pyspark.sql.types import StringType, StructField
 
 from ..errors import MalformedValueError
 from .decoding_spec import DROPMALFORMED, FAILFAST, PERMISSIVE, SIDES
-from .kafka_internal.columns import KEY_TYPE, VALUE_TYPE, decode_internal
+from .kafka_internal.columns import (KEY_TYPE, VALUE_TYPE, decode_internal,
+                                     decode_metadata_columns)
+from .kafka_internal.metadata_messages import CLUSTER_METADATA
 
 PIECE_BYTES = 1 << 20        # payload bytes decoded into Python values at a time
 
@@ -57,6 +60,10 @@ class RecordDecoding:
               ) -> tuple[pa.RecordBatch, int]:
         """`batch` with the decoded columns, and how many malformed rows were dropped."""
         arrays, errors, ids = self._decode(batch, topic)
+        if "raw_value" in arrays:     # __cluster_metadata: values that hold secrets hidden
+            columns = list(batch.columns)
+            columns[batch.schema.get_field_index("value")] = arrays.pop("raw_value")
+            batch = pa.RecordBatch.from_arrays(columns, schema=batch.schema)
         bad = np.zeros(batch.num_rows, dtype=bool)
         for side, reasons in errors.items():
             bad |= np.fromiter((r is not None for r in reasons), bool, batch.num_rows)
@@ -91,7 +98,11 @@ class RecordDecoding:
 
     def _decode_piece(self, batch: pa.RecordBatch, topic: str) -> tuple[dict, dict, dict]:
         arrays, errors, ids = {}, {}, {}
-        if self.internal:
+        if self.internal and topic == CLUSTER_METADATA:
+            key, value, reasons, raw = decode_metadata_columns(batch.column("value"))
+            arrays["key"], arrays["value"], errors["value"] = key, value, reasons
+            arrays["raw_value"] = raw
+        elif self.internal:
             key, value, reasons = decode_internal(topic, batch.column("key"),
                                                   batch.column("value"))
             arrays["key"], arrays["value"], errors["value"] = key, value, reasons

@@ -138,6 +138,9 @@ class KafkaBroker:
             # default): 3 s makes that restart twice as fast.
             "broker.session.timeout.ms": "3000",
             "broker.heartbeat.interval.ms": "500",
+            # KRaft snapshots of the running cluster's metadata (a .checkpoint in
+            # __cluster_metadata-0) 2 s after new records, not an hour
+            "metadata.log.max.snapshot.interval.ms": "2000",
         }
         props.update(self.extra_props)
         return props

@@ -49,10 +49,12 @@ def has_segments(fs, path: str) -> bool:
     return False
 
 
-def _as_partition(fs, path: str) -> PartitionDir | None:
+def _as_partition(fs, path: str, metadata_log: bool = False) -> PartitionDir | None:
     name = fs.basename(path)
     parsed = parse_partition_dir_name(name)
-    if parsed is None or parsed[0] == METADATA_TOPIC or name == REMOTE_INDEX_CACHE:
+    if parsed is None or name == REMOTE_INDEX_CACHE:
+        return None
+    if parsed[0] == METADATA_TOPIC and not metadata_log:
         return None
     if not fs.is_dir(path) or not has_segments(fs, path):
         return None
@@ -60,11 +62,16 @@ def _as_partition(fs, path: str) -> PartitionDir | None:
 
 
 def find_partitions(paths: str | Iterable[str], fs=None, config=None, *,
-                    allow_empty: bool = False) -> list[PartitionDir]:
+                    allow_empty: bool = False, metadata_log: bool = False
+                    ) -> list[PartitionDir]:
     """Every partition directory under `paths`, sorted by (topic, partition).
 
     Each path is served by `fs`, or by the file system its scheme names (configured by
     `config`, a StoreConfig); an object store lists each path once, in one listing.
+
+    KRaft's `__cluster_metadata` partition is never found in a data directory; given itself, it
+    is found only with `metadata_log` (reads that decode it: the log manager, writers and index
+    rebuilds must never touch Kafka's metadata log).
 
     Raises LogNotFoundError for a missing path or when no partition is found at all (unless
     `allow_empty`: a stream waits for its topics to appear), and
@@ -81,7 +88,7 @@ def find_partitions(paths: str | Iterable[str], fs=None, config=None, *,
         if not path_fs.is_dir(path):
             raise LogNotFoundError(f"not a directory (expected a Kafka data or partition "
                                    f"directory): {given}")
-        direct = _as_partition(path_fs, path)
+        direct = _as_partition(path_fs, path, metadata_log)
         candidates = [direct] if direct is not None else [
             _as_partition(path_fs, path_fs.join(path, name)) for name in path_fs.list_dir(path)]
         for part in candidates:

@@ -9,7 +9,15 @@
                                    and assigned partitions (from the consumer protocol's bytes
                                    when protocol_type is "consumer")
                    transaction     a transactional id's state in __transaction_state
+                   metadata        a KRaft cluster metadata record (__cluster_metadata)
                    json            Kafka's JSON of the value, for every record type
+
+`__cluster_metadata` records have no key: key_decoded holds the record type (record_type, e.g.
+TOPIC_RECORD, and version: its api key), value_decoded the record's version, `metadata` (the
+ids most queries want: topic, partition, broker, a config's resource and value, which fields
+were redacted) and `json`, DumpLogSegments' payload JSON of the whole record. Secrets are
+redacted in both (metadata_records.py says which), and the raw `value` of a record that holds
+a secret, or does not decode, is null: its bytes would show what the columns hide.
 
 A field the record's version lacks is null, and so are "no value" markers: a -1 timestamp, a
 zero topic id. A timestamp too large for microseconds is null (json keeps the number). A
@@ -24,6 +32,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, Sho
 
 from .messages import ASSIGNMENT, SUBSCRIPTION, TRANSACTION_STATES
 from ...format.message_protocol import ZERO_UUID
+from .metadata_records import MetadataRecordError, decode_metadata, redact
 from .records import InternalRecordError, consumer_protocol, decode_key, decode_value
 
 
@@ -64,10 +73,17 @@ TRANSACTION_TYPE = _struct(
     ("last_update_timestamp", TimestampType()), ("start_timestamp", TimestampType()),
     ("client_transaction_version", ShortType()))
 
+METADATA_TYPE = _struct(
+    ("record_type", StringType()), ("api_key", ShortType()), ("topic_id", StringType()),
+    ("topic_name", StringType()), ("partition", IntegerType()), ("broker_id", IntegerType()),
+    ("config", _struct(("resource_type", StringType()), ("resource_name", StringType()),
+                       ("name", StringType()), ("value", StringType()))),
+    ("redacted", ArrayType(StringType())))
+
 VALUE_TYPE = _struct(
     ("version", ShortType()), ("offset_commit", OFFSET_COMMIT_TYPE),
     ("group_metadata", GROUP_METADATA_TYPE), ("transaction", TRANSACTION_TYPE),
-    ("json", StringType()))
+    ("metadata", METADATA_TYPE), ("json", StringType()))
 
 _ARROW_ATOMS = {ShortType: pa.int16(), IntegerType: pa.int32(), LongType: pa.int64(),
                 StringType: pa.string(), BinaryType: pa.binary(),
@@ -191,3 +207,51 @@ def _transaction(record) -> dict:
             "last_update_timestamp": _timestamp(f["transactionLastUpdateTimestampMs"]),
             "start_timestamp": _timestamp(f["transactionStartTimestampMs"]),
             "client_transaction_version": _present(record, "clientTransactionVersion", 1)}
+
+
+# ConfigResource.Type ids, as Kafka names them
+CONFIG_RESOURCE_TYPES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER",
+                         16: "CLIENT_METRICS", 32: "GROUP"}
+_BROKER_ID = {"RegisterBrokerRecord": "brokerId", "UnregisterBrokerRecord": "brokerId",
+              "FenceBrokerRecord": "id", "UnfenceBrokerRecord": "id",
+              "BrokerRegistrationChangeRecord": "brokerId", "ProducerIdsRecord": "brokerId"}
+_TOPIC_NAME = {"TopicRecord": "name", "ClearElrRecord": "topicName"}
+
+
+def decode_metadata_columns(values: pa.Array) -> tuple[pa.StructArray, pa.StructArray,
+                                                         list[str | None], pa.Array]:
+    """key_decoded, value_decoded and the reasons of `__cluster_metadata` records, and their raw
+    values with those of records that hold a secret or do not decode nulled."""
+    key_rows, value_rows, errors, raw = [], [], [], []
+    for value in values.to_pylist():
+        try:
+            record = redact(decode_metadata(value))
+        except MetadataRecordError as err:
+            key_rows.append(None)
+            value_rows.append(None)
+            errors.append(err.reason)
+            raw.append(None)
+            continue
+        key_rows.append({"record_type": record.record_type, "version": record.api_key})
+        value_rows.append({"version": record.version, "metadata": _metadata_row(record),
+                           "json": record.json()})
+        errors.append(None)
+        raw.append(None if record.redacted else value)
+    return (pa.array(key_rows, KEY_ARROW_TYPE), pa.array(value_rows, VALUE_ARROW_TYPE), errors,
+            pa.array(raw, pa.binary()))
+
+
+def _metadata_row(record) -> dict:
+    f, name = record.fields, record.kind.message.name
+    topic_id = f.get("topicId")
+    row = {"record_type": record.record_type, "api_key": record.api_key,
+           "topic_id": None if topic_id == ZERO_UUID else topic_id,
+           "topic_name": f.get(_TOPIC_NAME.get(name, "")),
+           "partition": f.get("partitionId"), "broker_id": f.get(_BROKER_ID.get(name, "")),
+           "redacted": list(record.redacted)}
+    if name == "ConfigRecord":
+        rt = f["resourceType"]
+        row["config"] = {"resource_type": CONFIG_RESOURCE_TYPES.get(rt, str(rt)),
+                         "resource_name": f["resourceName"], "name": f["name"],
+                         "value": f["value"]}
+    return row

@@ -1,0 +1,112 @@
+"""valueFormat=kafka-internal on a KRaft `__cluster_metadata` partition through Spark: every
+record type decoded into columns, hostile values as value_error, no planted secret in any
+column (raw `value` included), and a read that would not redact refused."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import functions as F
+
+from segmentlog_source.values.kafka_internal.metadata_records import (MetadataRecordError,
+                                                                      decode_metadata)
+from tests.conftest import read_segmentlog
+from tests.values import metadata_samples as ms
+from tests.values.test_cluster_metadata import assert_no_secret, write_log
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def metadata_partition(tmp_path_factory):
+    values = ([v for *_, v in ms.every_type(per_version=2)] + ms.secret_records()
+              + ms.hostile()[:40])
+    part = tmp_path_factory.mktemp("data") / "__cluster_metadata-0"
+    write_log(part / "00000000000000000000.log", values)
+    return part, values
+
+
+def _expected(values):
+    out = []
+    for v in values:
+        try:
+            out.append(decode_metadata(v))
+        except MetadataRecordError:
+            out.append(None)
+    return out
+
+
+def test_metadata_records_decode_into_columns(spark, metadata_partition):
+    part, values = metadata_partition
+    df = read_segmentlog(spark, part, valueFormat="kafka-internal")
+    assert df.columns[-3:] == ["key_decoded", "value_decoded", "value_error"]
+    rows = df.orderBy("offset").collect()
+    expected = _expected(values)
+    assert len(rows) == len(values)
+    assert sum(1 for e in expected if e is None) > 30
+    for row, record in zip(rows, expected):
+        if record is None:
+            assert row.value_error and row.value_decoded is None and row.value is None
+            continue
+        assert row.value_error is None
+        assert row.key_decoded.record_type == record.record_type
+        assert row.key_decoded.version == record.api_key
+        meta = row.value_decoded.metadata
+        assert (row.value_decoded.version, meta.record_type) == (record.version,
+                                                                  record.record_type)
+        if record.record_type == "CONFIG_RECORD" and not meta.redacted:
+            assert meta.config.value == record.fields["value"]
+            assert bytes(row.value) == bytes(values[row.offset])
+    topics = df.where("key_decoded.record_type = 'PARTITION_CHANGE_RECORD'").select(
+        "value_decoded.metadata.topic_id", "value_decoded.metadata.partition").collect()
+    assert topics and all(r.topic_id is not None for r in topics)
+
+
+def test_no_column_shows_a_secret(spark, metadata_partition):
+    part, _ = metadata_partition
+    df = read_segmentlog(spark, part, valueFormat="kafka-internal")
+    rows = df.collect()
+    assert_no_secret(repr(rows))
+    assert_no_secret(b"".join(bytes(r.value) for r in rows if r.value is not None))
+    redacted = df.where(F.size("value_decoded.metadata.redacted") > 0)
+    assert redacted.where("value is not null").count() == 0
+    configs = df.where("value_decoded.metadata.config.value = '(redacted)'").count()
+    assert configs >= len(ms.SENSITIVE_CONFIGS) + 1
+
+
+def test_the_metadata_log_is_read_only_decoded(spark, metadata_partition):
+    part, _ = metadata_partition
+    with pytest.raises(Exception, match="read only with valueFormat=kafka-internal"):
+        read_segmentlog(spark, part).collect()
+
+
+def test_a_stream_reads_the_metadata_log_decoded_too(spark, metadata_partition, tmp_path):
+    part, values = metadata_partition
+    stream = (spark.readStream.format("segmentlog").option("startingOffsets", "earliest")
+              .option("valueFormat", "kafka-internal").load(str(part)))
+    query = (stream.select("offset", "key_decoded.record_type", "value", "value_error")
+             .writeStream.format("memory").queryName("metadata_stream")
+             .option("checkpointLocation", str(tmp_path / "cp"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination(120)
+    rows = spark.sql("select * from metadata_stream order by offset").collect()
+    expected = _expected(values)
+    assert [r.offset for r in rows] == list(range(len(values)))
+    assert [r.record_type for r in rows] == [None if e is None else e.record_type
+                                             for e in expected]
+    assert_no_secret(b"".join(bytes(r.value) for r in rows if r.value is not None))
+    with pytest.raises(Exception, match="read only with valueFormat=kafka-internal"):
+        spark.readStream.format("segmentlog").load(str(part)).writeStream.format(
+            "memory").queryName("refused").option(
+            "checkpointLocation", str(tmp_path / "cp2")).trigger(availableNow=True).start(
+            ).awaitTermination(60)
+
+
+def test_failfast_names_the_offset_and_dropmalformed_drops(spark, metadata_partition):
+    part, values = metadata_partition
+    expected = _expected(values)
+    first_bad = next(i for i, e in enumerate(expected) if e is None)
+    with pytest.raises(Exception, match=f"topic __cluster_metadata partition 0 offset "
+                       f"{first_bad}: the value does not decode"):
+        read_segmentlog(spark, part, valueFormat="kafka-internal", mode="FAILFAST").collect()
+    kept = read_segmentlog(spark, part, valueFormat="kafka-internal", mode="DROPMALFORMED")
+    assert kept.count() == sum(1 for e in expected if e is not None)
