@@ -28,12 +28,16 @@ A file may be a URI of an object store or HDFS (s3://bucket/kafka-logs/orders-0/
 --fs-option for the store); it is read with ranged reads and printed under its URI, otherwise
 exactly as a local copy of it would be.
 
---offsets-decoder and --transaction-log-decoder print each record's key and payload as
-DumpLogSegments' decoders for `__consumer_offsets` and `__transaction_state` print them:
-Kafka's JSON, `<DELETE>` for a tombstone, and one
-"Unknown record type ..." or "Error at offset ..." line for a record they cannot read. Like
-Kafka's, they imply --print-data-log; given both, --offsets-decoder is used. A record without
-a key, where Kafka's decoders throw, is an error naming its batch.
+--offsets-decoder, --transaction-log-decoder and --share-group-state-decoder print each record's
+key and payload as DumpLogSegments' decoders for `__consumer_offsets`, `__transaction_state` and
+`__share_group_state` print them: Kafka's JSON, `<DELETE>` for a tombstone, and one
+"Unknown record type ..." or "Error at offset ..." line for a record they cannot read. A record
+without a key, where Kafka's decoders throw, is an error naming its batch.
+--remote-log-metadata-decoder prints each `__remote_log_metadata` record's payload as the Java
+object Kafka's RemoteLogMetadataSerde reads it into (its toString; no key), or "Error at offset
+..., skipping." with Kafka's message. Like Kafka's, the decoders imply --print-data-log; given
+several, Kafka's order picks one: offsets, transaction log, remote log metadata, share group
+state.
 
 --json prints one JSON object per line instead of Kafka's text; every object has a "kind":
 
@@ -72,7 +76,9 @@ from ..format.batch import INT32_MAX
 from ..plan.partition_sources import find_local_partitions
 from ..storage.io.filesystem import filesystem_for
 from ..storage.log_files import INDEX_SUFFIXES, LOG_SUFFIX, SNAPSHOT_SUFFIX, kind_of
-from ..values.kafka_internal.messages import CONSUMER_OFFSETS, TRANSACTION_STATE
+from ..format.remote_log_metadata import TOPIC as REMOTE_LOG_METADATA
+from ..values.kafka_internal.messages import CONSUMER_OFFSETS, SHARE_GROUP_STATE, \
+    TRANSACTION_STATE
 from .dump_context import DEFAULT_MAX_MESSAGE_SIZE, Dumper, DumpOptions, DumpProblems
 from .dump_indexes import dump_offset_index, dump_snapshot, dump_time_index, dump_txn_index
 from .dump_log import dump_log, java_file
@@ -191,6 +197,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--transaction-log-decoder", action="store_true",
                         help="print keys and values as __transaction_state records (implies "
                         "--print-data-log)")
+    parser.add_argument("--remote-log-metadata-decoder", action="store_true",
+                        help="print values as __remote_log_metadata records (implies "
+                        "--print-data-log)")
+    parser.add_argument("--share-group-state-decoder", action="store_true",
+                        help="print keys and values as __share_group_state records (implies "
+                        "--print-data-log)")
 
 
 def run(args) -> int:
@@ -220,12 +232,13 @@ def run(args) -> int:
 
 
 def decoder_topic(args) -> str | None:
-    """The internal topic a decoder flag names; Kafka takes --offsets-decoder when both are
-    given."""
-    if getattr(args, "offsets_decoder", False):
-        return CONSUMER_OFFSETS
-    if getattr(args, "transaction_log_decoder", False):
-        return TRANSACTION_STATE
+    """The internal topic a decoder flag names; given several, the first in Kafka's order."""
+    for flag, topic in (("offsets_decoder", CONSUMER_OFFSETS),
+                        ("transaction_log_decoder", TRANSACTION_STATE),
+                        ("remote_log_metadata_decoder", REMOTE_LOG_METADATA),
+                        ("share_group_state_decoder", SHARE_GROUP_STATE)):
+        if getattr(args, flag, False):
+            return topic
     return None
 
 

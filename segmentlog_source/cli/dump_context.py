@@ -26,7 +26,9 @@ class DumpOptions:
     skip_record_metadata: bool = False
     json: bool = False
     # The internal topic whose records keys and values are decoded as (--offsets-decoder:
-    # __consumer_offsets, --transaction-log-decoder: __transaction_state), or None.
+    # __consumer_offsets, --transaction-log-decoder: __transaction_state,
+    # --remote-log-metadata-decoder: __remote_log_metadata, --share-group-state-decoder:
+    # __share_group_state), or None.
     decoder: str | None = None
 
     @property

@@ -23,7 +23,9 @@ from ..format.control import (ABORT, COMMIT, CONTROL_TYPE_NAMES, KRAFT_VERSION, 
 from ..format.java_text import java_utf8
 from ..format.record_decoder import decode_batch
 from ..storage.log.entry_scan import EntryScan
+from ..format.remote_log_metadata import TOPIC as REMOTE_LOG_METADATA
 from ..values.kafka_internal.records import dump_texts
+from ..values.kafka_internal.remote_metadata import dump_text as remote_metadata_text
 from .dump_context import Dumper
 
 KRAFT_SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
@@ -243,7 +245,9 @@ def _record(d: Dumper, h: BatchHeader, record, legacy_check: tuple[int, bool] | 
 def _decoded(topic: str, record) -> tuple[str | None, str | None]:
     """Key and payload text as DumpLogSegments' decoder for `topic` prints them. A record
     without a key ends Kafka's dump with an exception; here it is an error naming the record
-    (at_batch places it in the file)."""
+    (at_batch places it in the file). Remote log metadata records print no key."""
+    if topic == REMOTE_LOG_METADATA:
+        return None, remote_metadata_text(record.value, record.offset)
     try:
         return dump_texts(topic, record.key, record.value, record.offset)
     except MalformedValueError as err:

@@ -1,12 +1,12 @@
-"""`__consumer_offsets` and `__transaction_state` decoded (values/kafka_internal), and
-`segmentlog dump --offsets-decoder / --transaction-log-decoder` against Kafka 4.4's own
-DumpLogSegments.
+"""`__consumer_offsets`, `__transaction_state` and `__share_group_state` decoded
+(values/kafka_internal), and `segmentlog dump --offsets-decoder / --transaction-log-decoder /
+--share-group-state-decoder` against Kafka 4.4's own DumpLogSegments.
 
 Real records: every `__consumer_offsets` partition of the shared fixtures (Kafka 0.10 to 3.9)
 decodes, and every offset committed for a partition the same data directory holds lies in that
 partition's log. Made records (internal_samples.py): every record type and value version,
 tombstones, every truncation, unknown types and versions, broken lengths, strings Jackson must
-escape; DumpLogSegments prints the same lines for them, in three JVM runs.
+escape; DumpLogSegments prints the same lines for them, in four JVM runs.
 """
 
 from __future__ import annotations
@@ -39,8 +39,10 @@ from tests.cli.test_dump_vs_kafka import kafka_dump
 from tests.conftest import shared_fixture
 from tests.values import internal_samples as samples
 
-OFFSETS, TXN = "__consumer_offsets", "__transaction_state"
-DECODERS = {"--offsets-decoder": OFFSETS, "--transaction-log-decoder": TXN}
+OFFSETS, TXN, SHARE = "__consumer_offsets", "__transaction_state", "__share_group_state"
+DECODERS = {"--offsets-decoder": OFFSETS, "--transaction-log-decoder": TXN,
+            "--remote-log-metadata-decoder": "__remote_log_metadata",
+            "--share-group-state-decoder": SHARE}
 
 
 def decoder_dump(files: list[Path], flags: tuple[str, ...]) -> tuple[bytes, bytes]:
@@ -131,7 +133,7 @@ def test_committed_offsets_lie_in_their_partitions_logs(fixture_partitions):
 
 # -- made records: decoding ------------------------------------------------------------------
 
-@pytest.mark.parametrize("topic", [OFFSETS, TXN])
+@pytest.mark.parametrize("topic", [OFFSETS, TXN, SHARE])
 def test_every_record_type_and_version_reads_back(topic):
     pairs = samples.samples(topic, per_version=4)
     kinds = set()
@@ -149,7 +151,7 @@ def test_every_record_type_and_version_reads_back(topic):
     assert kinds == expected
 
 
-@pytest.mark.parametrize("topic", [OFFSETS, TXN])
+@pytest.mark.parametrize("topic", [OFFSETS, TXN, SHARE])
 def test_every_truncation_is_refused(topic):
     refused = 0
     for key, value in samples.samples(topic, per_version=1, seed=3):
@@ -233,7 +235,7 @@ def test_doubles_print_as_java_does():
 def crafted(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("internal-topics")
     out = {}
-    for topic, seed, count in ((OFFSETS, 11, 3), (TXN, 12, 15)):
+    for topic, seed, count in ((OFFSETS, 11, 3), (TXN, 12, 15), (SHARE, 13, 40)):
         good = samples.samples(topic, per_version=count, seed=seed)
         bad = samples.malformed(topic, samples.samples(topic, per_version=1, seed=seed + 10))
         out[topic] = write_log(root / f"{topic}-0", good + bad)
@@ -252,6 +254,8 @@ RUNS = {
                                      lambda c: _fixture_logs()[:4] + [c[OFFSETS]]),
     "transaction-log": (("--transaction-log-decoder",),
                         lambda c: [c[TXN], c[OFFSETS]] + _fixture_logs()[:2]),
+    "share-group-state": (("--share-group-state-decoder",),
+                          lambda c: [c[SHARE], c[OFFSETS], c[TXN]]),
 }
 
 
@@ -269,6 +273,10 @@ def test_dump_prints_what_dump_log_segments_prints(crafted, run):
         assert any(b'"subscription":{"topics":' in line for line in lines)
         assert any(b'"subscription":"' in line for line in lines)   # base64: it did not parse
         assert len(lines) > 20_000
+    if run == "share-group-state":
+        for needle in (b'"deliveryCompleteCount":', b'"stateBatches":[{"firstOffset":',
+                       b'key: {"type":"1","data":{"groupId":'):
+            assert any(needle in line for line in lines), needle
     if run == "transaction-log":
         for state in (b'"Empty"', b'"CompleteCommit"', b'"PrepareEpochFence"', b'"8"', b'"-1"'):
             assert any(b'"transactionStatus":' + state in line for line in lines), state
