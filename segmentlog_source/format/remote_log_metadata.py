@@ -249,12 +249,12 @@ def decode_value(value: bytes) -> RemoteLogMetadataValue:
     """One record value of `__remote_log_metadata`, checked as Kafka's RemoteLogMetadataSerde
     checks it. Raises RemoteLogMetadataError naming the field and its byte position in the
     value (the caller places it in a file)."""
-    read = read_metadata_message(value)
-    return _typed(read.api_key, read.message.name, read.fields)
+    return metadata_value(read_metadata_message(value))
 
 
-def _typed(api_key: int, name: str, f) -> RemoteLogMetadataValue:
+def metadata_value(read: MetadataMessage) -> RemoteLogMetadataValue:
     """The message as Kafka's transforms build it, with their checks in their order."""
+    api_key, name, f = read.api_key, read.message.name, read.fields
     if api_key == 1:
         topic_id, topic, partition, segment_id = _segment_id(f)
         return RemoteLogSegmentMetadataUpdate(

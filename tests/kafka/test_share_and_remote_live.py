@@ -100,6 +100,22 @@ def test_the_share_group_state_is_what_the_consumer_acknowledged(share_state, ad
     assert set(states.values()) == {2, 4}
 
 
+def test_the_share_group_state_as_columns(kafka_spark, share_state, admin_answers):
+    """valueFormat=kafka-internal: the same states, as share_state structs."""
+    rows = (kafka_spark.read.format("segmentlog").option("valueFormat", "kafka-internal")
+            .load(str(share_state[0].parent))
+            .select("key_decoded.*", "value_decoded.share_state", "value_error").collect())
+    assert rows and all(r.value_error is None for r in rows)
+    assert {r.topic_id for r in rows} == {admin_answers["topics"][SHARE_TOPIC]["topicId"]}
+    assert {r.record_type for r in rows} == {"share_snapshot", "share_update"}
+    archived = sum(b.last_offset - b.first_offset + 1 for r in rows
+                   if r.record_type == "share_update" for b in r.share_state.state_batches
+                   if b.delivery_state == "Archived")
+    assert archived == admin_answers["shareGroups"][SHARE_GROUP]["rejected"]
+    snapshots = [r.share_state for r in rows if r.record_type == "share_snapshot"]
+    assert all(s.create_timestamp is not None and s.state_epoch >= 0 for s in snapshots)
+
+
 @pytest.fixture(scope="module")
 def remote_metadata(tiered_live) -> list[Path]:
     return sorted(tiered_live.data_dir.glob("__remote_log_metadata-*/*.log"))

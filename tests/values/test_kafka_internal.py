@@ -337,7 +337,7 @@ def test_fixture_records_as_columns(fixture_partitions):
     assert keys[commit] | {"json": None} == {
         "record_type": "offset_commit", "version": 1, "group": "restaurant-approval-topic-"
         "consumer", "topic": "restaurant-approval-request", "partition": 0, "member_id": None,
-        "transactional_id": None, "json": None}
+        "transactional_id": None, "topic_id": None, "json": None}
     oc = values[commit]["offset_commit"]
     assert (oc["offset"], oc["leader_epoch"], oc["metadata"], oc["expire_timestamp"],
             oc["topic_id"]) == (1, -1, "", None, None)
@@ -392,3 +392,43 @@ def test_made_records_as_columns():
     assert (txn["state"], txn["producer_epoch"], txn["partitions"], txn["start_timestamp"],
             txn["previous_producer_id"], txn["client_transaction_version"]) == (
         "CompleteCommit", 3, [{"topic": "t", "partitions": [0, 2]}], None, None, None)
+
+
+def test_share_records_as_columns():
+    kinds = COORDINATORS[SHARE]
+    rng = random.Random(4)
+    key = struct.pack(">hh", 1, 2) + b"sg" + samples._uuid_bytes("AAECAwQFBgcICQoLDA0ODw") \
+        + struct.pack(">i", 3)
+    batches = [{"firstOffset": 0, "lastOffset": 5, "deliveryState": 2, "deliveryCount": 1},
+               {"firstOffset": 6, "lastOffset": 6, "deliveryState": 4, "deliveryCount": 5},
+               {"firstOffset": 7, "lastOffset": 7, "deliveryState": 3, "deliveryCount": 1}]
+    update = samples.draw(kinds[1].value.struct, 0, rng)
+    update.update(startOffset=-1, deliveryCompleteCount=-1, stateBatches=batches)
+    snapshot = samples.draw(kinds[0].value.struct, 0, rng)
+    snapshot.update(createTimestamp=1000, writeTimestamp=-1, startOffset=12,
+                    deliveryCompleteCount=4, stateBatches=[])
+    pairs = [(key, b"\0\0" + samples.encode_struct(kinds[1].value.struct, update, 0, True)),
+             (b"\0\0" + key[2:], b"\0\0" + samples.encode_struct(kinds[0].value.struct,
+                                                                 snapshot, 0, True)),
+             (key, None), (key, b"\0\1"), (key[:9], None)]
+    keys, values, errors = _column_rows(SHARE, pairs)
+    assert keys[0] | {"json": None} == {
+        "record_type": "share_update", "version": 1, "group": "sg", "topic": None,
+        "partition": 3, "member_id": None, "transactional_id": None,
+        "topic_id": "AAECAwQFBgcICQoLDA0ODw", "json": None}
+    state = values[0]["share_state"]
+    assert (state["start_offset"], state["delivery_complete_count"], state["state_epoch"],
+            state["create_timestamp"]) == (None, None, None, None)
+    assert [(b["first_offset"], b["last_offset"], b["delivery_state"], b["delivery_count"])
+            for b in state["state_batches"]] == [(0, 5, "Acked", 1), (6, 6, "Archived", 5),
+                                                 (7, 7, "3", 1)]
+    state = values[1]["share_state"]
+    assert keys[1]["record_type"] == "share_snapshot" and state["state_batches"] == []
+    assert (state["start_offset"], state["delivery_complete_count"],
+            state["create_timestamp"].timestamp(), state["write_timestamp"]) == (12, 4, 1.0, None)
+    assert state["state_epoch"] == snapshot["stateEpoch"]
+    assert values[0]["offset_commit"] is None and values[0]["remote_log_metadata"] is None
+    assert errors[:3] == [None] * 3 and keys[2]["record_type"] == "share_update"
+    assert values[2] is None                                      # a tombstone
+    assert values[3] is None and "unknown version 1" in errors[3]
+    assert keys[4] is None and "ShareUpdateKey" in errors[4]

@@ -14,11 +14,15 @@ import random
 import struct
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from segmentlog_source.format.remote_log_metadata import (RemoteLogMetadataError,
+                                                          RemoteLogSegmentMetadata,
                                                           decode_value)
+from segmentlog_source.values.kafka_internal.columns import (KEY_ARROW_TYPE, VALUE_ARROW_TYPE,
+                                                             decode_internal)
 from segmentlog_source.values.kafka_internal.remote_metadata import dump_text
 from tests.cli.helpers import run_cli
 from tests.cli.test_dump_vs_kafka import kafka_dump
@@ -154,3 +158,40 @@ def test_a_failure_names_the_field_and_byte():
     short = struct.pack(">b", 1) + uvarint(0x8000)
     with pytest.raises(RemoteLogMetadataError, match="the type 32768 at byte 1 is over 32767"):
         decode_value(short)
+
+
+def test_records_as_columns():
+    rng = random.Random(7)
+    values = good_values(rng) + hostile_values(rng)
+    keys, decoded, errors = decode_internal("__remote_log_metadata",
+                                            pa.array([None] * len(values), pa.binary()),
+                                            pa.array(values, pa.binary()))
+    assert keys.type == KEY_ARROW_TYPE and decoded.type == VALUE_ARROW_TYPE
+    assert keys.null_count == len(values)
+    rows, kinds = decoded.to_pylist(), set()
+    for value, row, error in zip(values, rows, errors):
+        try:
+            expected = decode_value(value)
+        except RemoteLogMetadataError as err:
+            assert row is None and error == str(err)
+            continue
+        assert error is None and row["version"] == 0 and row["json"].startswith("{")
+        remote = row["remote_log_metadata"]
+        kinds.add(remote["record_type"])
+        assert remote["broker_id"] == expected.broker_id
+        assert remote["state"] == ("DELETE_PARTITION_MARKED DELETE_PARTITION_STARTED "
+                                   "DELETE_PARTITION_FINISHED".split()[expected.state]
+                                   if remote["record_type"] == "partition_delete" else
+                                   "COPY_SEGMENT_STARTED COPY_SEGMENT_FINISHED "
+                                   "DELETE_SEGMENT_STARTED DELETE_SEGMENT_FINISHED".split()[
+                                       expected.state])
+        if isinstance(expected, RemoteLogSegmentMetadata):
+            assert (remote["topic"], remote["partition"], remote["segment_id"],
+                    remote["start_offset"], remote["end_offset"], remote["custom_metadata"],
+                    [(e["leader_epoch"], e["start_offset"])
+                     for e in remote["segment_leader_epochs"]]) == (
+                expected.topic, expected.partition, expected.segment_id,
+                expected.start_offset, expected.end_offset, expected.custom_metadata,
+                list(expected.segment_leader_epochs))
+    assert kinds == {"segment", "segment_update", "partition_delete", "segment_snapshot"}
+    assert sum(e is not None for e in errors) > 100
