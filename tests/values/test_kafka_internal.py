@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from segmentlog_source.cli.dump import dump_files
 from segmentlog_source.cli.dump_context import DumpOptions
@@ -33,7 +34,7 @@ from segmentlog_source.values.kafka_internal.columns import (KEY_ARROW_TYPE, KEY
 from segmentlog_source.values.kafka_internal.kafka_json import java_double
 from segmentlog_source.values.kafka_internal.messages import COORDINATORS
 from segmentlog_source.values.kafka_internal.records import (InternalRecordError, decode_key,
-                                                             decode_value)
+                                                             decode_value, dump_texts)
 from tests.cli.helpers import run_cli
 from tests.cli.test_dump_vs_kafka import kafka_dump
 from tests.conftest import shared_fixture
@@ -432,3 +433,31 @@ def test_share_records_as_columns():
     assert values[2] is None                                      # a tombstone
     assert values[3] is None and "unknown version 1" in errors[3]
     assert keys[4] is None and "ShareUpdateKey" in errors[4]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 1), st.lists(st.tuples(st.integers(0, 400), st.integers(0, 255)),
+                                   max_size=4),
+       st.integers(0, 400), st.binary(max_size=6), st.booleans())
+def test_hostile_share_records_decode_or_say_what_is_wrong(type_id, flips, cut, tail, in_key):
+    """A share record with bytes flipped, cut or appended, in its key or its value: it decodes,
+    or the dump prints Kafka's "Unknown record type" / "Error at offset" line and the decoder
+    raises an InternalRecordError that names the field (and byte) and carries Kafka's message."""
+    key, value = sample(SHARE, type_id, 0)
+    data = bytearray(key if in_key else value)
+    for at, byte in flips:
+        data[at % len(data)] = byte
+    data = bytes(data[:cut]) + tail if cut < len(data) else bytes(data) + tail
+    key, value = (data, value) if in_key else (key, data)
+    key_text, value_text = dump_texts(SHARE, key, value, 9)
+    try:
+        k = decode_key(SHARE, key, strict=False)
+        v = decode_value(SHARE, k, value, strict=False)
+    except InternalRecordError as err:
+        assert err.reason and value_text is None
+        if err.unknown_type is not None:
+            assert key_text == f"Unknown record type {err.unknown_type} at offset 9, skipping."
+        else:
+            assert key_text == f"Error at offset 9, skipping. {err.kafka}" and err.kafka
+    else:
+        assert (key_text, value_text) == (k.json(), v.json())
