@@ -95,6 +95,8 @@ def test_dump_prints_what_dump_log_segments_prints(made):
     out, err = decoder_dump(files, (FLAG,))
     assert_same_lines(kafka_out, out)
     assert err == b""
+    skip = (FLAG, "--skip-record-metadata")
+    assert_same_lines(kafka_dump([made], skip)[0], decoder_dump([made], skip)[0])
     text = out.decode()
     for needle in ("payload: RemoteLogSegmentMetadata{",
                    "payload: RemoteLogSegmentMetadataUpdate{",
