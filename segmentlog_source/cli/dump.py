@@ -28,12 +28,16 @@ A file may be a URI of an object store or HDFS (s3://bucket/kafka-logs/orders-0/
 --fs-option for the store); it is read with ranged reads and printed under its URI, otherwise
 exactly as a local copy of it would be.
 
---offsets-decoder and --transaction-log-decoder print each record's key and payload as
-DumpLogSegments' decoders for `__consumer_offsets` and `__transaction_state` print them:
-Kafka's JSON, `<DELETE>` for a tombstone, and one
-"Unknown record type ..." or "Error at offset ..." line for a record they cannot read. Like
-Kafka's, they imply --print-data-log; given both, --offsets-decoder is used. A record without
-a key, where Kafka's decoders throw, is an error naming its batch.
+--offsets-decoder, --transaction-log-decoder and --share-group-state-decoder print each record's
+key and payload as DumpLogSegments' decoders for `__consumer_offsets`, `__transaction_state` and
+`__share_group_state` print them: Kafka's JSON, `<DELETE>` for a tombstone, and one
+"Unknown record type ..." or "Error at offset ..." line for a record they cannot read. A record
+without a key, where Kafka's decoders throw, is an error naming its batch.
+--remote-log-metadata-decoder prints each `__remote_log_metadata` record's payload as the Java
+object Kafka's RemoteLogMetadataSerde reads it into (its toString; no key), or "Error at offset
+..., skipping." with Kafka's message. Like Kafka's, the decoders imply --print-data-log; given
+several, Kafka's order picks one: offsets, transaction log, cluster metadata, remote log
+metadata, share group state.
 
 --cluster-metadata-decoder prints KRaft's `__cluster_metadata` log and snapshots as Kafka's
 does (`payload: {"type":"TOPIC_RECORD","version":0,"data":{...}}`, "Error at <offset>,
@@ -84,7 +88,9 @@ from ..storage.io.filesystem import filesystem_for
 from ..storage.log.kraft_snapshot import SNAPSHOT_NAME
 from ..storage.log.log_directory import METADATA_TOPIC
 from ..storage.log_files import INDEX_SUFFIXES, LOG_SUFFIX, SNAPSHOT_SUFFIX, kind_of
-from ..values.kafka_internal.messages import CONSUMER_OFFSETS, TRANSACTION_STATE
+from ..format.remote_log_metadata import TOPIC as REMOTE_LOG_METADATA
+from ..values.kafka_internal.messages import CONSUMER_OFFSETS, SHARE_GROUP_STATE, \
+    TRANSACTION_STATE
 from ..values.kafka_internal.metadata_messages import CLUSTER_METADATA
 from .dump_context import DEFAULT_MAX_MESSAGE_SIZE, Dumper, DumpOptions, DumpProblems
 from .dump_indexes import dump_offset_index, dump_snapshot, dump_time_index, dump_txn_index
@@ -228,6 +234,12 @@ def add_arguments(parser) -> None:
                         "logs and .checkpoint snapshots; implies --print-data-log). Unlike "
                         "Kafka's, secrets are redacted: sensitive or unknown ConfigRecord values "
                         "and SCRAM credentials print as \"(redacted)\"")
+    parser.add_argument("--remote-log-metadata-decoder", action="store_true",
+                        help="print values as __remote_log_metadata records (implies "
+                        "--print-data-log)")
+    parser.add_argument("--share-group-state-decoder", action="store_true",
+                        help="print keys and values as __share_group_state records (implies "
+                        "--print-data-log)")
 
 
 def run(args) -> int:
@@ -257,14 +269,14 @@ def run(args) -> int:
 
 
 def decoder_topic(args) -> str | None:
-    """The internal topic a decoder flag names; given several, Kafka takes --offsets-decoder,
-    then --transaction-log-decoder, then --cluster-metadata-decoder."""
-    if getattr(args, "offsets_decoder", False):
-        return CONSUMER_OFFSETS
-    if getattr(args, "transaction_log_decoder", False):
-        return TRANSACTION_STATE
-    if getattr(args, "cluster_metadata_decoder", False):
-        return CLUSTER_METADATA
+    """The internal topic a decoder flag names; given several, the first in Kafka's order."""
+    for flag, topic in (("offsets_decoder", CONSUMER_OFFSETS),
+                        ("transaction_log_decoder", TRANSACTION_STATE),
+                        ("cluster_metadata_decoder", CLUSTER_METADATA),
+                        ("remote_log_metadata_decoder", REMOTE_LOG_METADATA),
+                        ("share_group_state_decoder", SHARE_GROUP_STATE)):
+        if getattr(args, flag, False):
+            return topic
     return None
 
 

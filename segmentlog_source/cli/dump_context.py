@@ -27,7 +27,8 @@ class DumpOptions:
     json: bool = False
     # The internal topic whose records keys and values are decoded as (--offsets-decoder:
     # __consumer_offsets, --transaction-log-decoder: __transaction_state,
-    # --cluster-metadata-decoder: __cluster_metadata), or None.
+    # --cluster-metadata-decoder: __cluster_metadata, --remote-log-metadata-decoder:
+    # __remote_log_metadata, --share-group-state-decoder: __share_group_state), or None.
     decoder: str | None = None
 
     @property

@@ -23,10 +23,12 @@ from ..format.control import (ABORT, COMMIT, CONTROL_TYPE_NAMES, KRAFT_VERSION, 
 from ..format.java_text import java_utf8
 from ..format.record_decoder import decode_batch
 from ..storage.log.entry_scan import EntryScan
+from ..format.remote_log_metadata import TOPIC as REMOTE_LOG_METADATA
 from ..storage.log.kraft_snapshot import BOOTSTRAP_NAME, SNAPSHOT_NAME, read_kraft_snapshot
 from ..values.kafka_internal.metadata_messages import CLUSTER_METADATA
 from ..values.kafka_internal.metadata_records import REDACTED, dump_payload, holds_secret
 from ..values.kafka_internal.records import dump_texts
+from ..values.kafka_internal.remote_metadata import dump_text as remote_metadata_text
 from .dump_context import Dumper
 
 _INT16 = struct.Struct(">h")
@@ -266,9 +268,11 @@ def _record(d: Dumper, h: BatchHeader, record, legacy_check: tuple[int, bool] | 
 def _decoded(topic: str, record) -> tuple[str | None, str | None]:
     """Key and payload text as DumpLogSegments' decoder for `topic` prints them. A record
     without a key ends Kafka's dump with an exception; here it is an error naming the record
-    (at_batch places it in the file)."""
-    if topic == CLUSTER_METADATA:   # no keys; secrets redacted
+    (at_batch places it in the file). Cluster and remote log metadata records print no key."""
+    if topic == CLUSTER_METADATA:   # secrets redacted
         return None, dump_payload(record.value, record.offset)
+    if topic == REMOTE_LOG_METADATA:
+        return None, remote_metadata_text(record.value, record.offset)
     try:
         return dump_texts(topic, record.key, record.value, record.offset)
     except MalformedValueError as err:

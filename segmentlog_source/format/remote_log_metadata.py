@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 from ..errors import CorruptDataError
 from .message_protocol import (BOOL, BYTES, INT8, INT32, INT64, STRING, UUID, Array, Message,
-                               ReadFailure, Reader, Struct, field, message, read_message)
+                               ReadFailure, Reader, Struct, StructValue, field, message,
+                               read_struct)
 
 TOPIC = "__remote_log_metadata"
 FRAME_VERSION = 1
@@ -162,45 +163,98 @@ RemoteLogMetadataValue = (RemoteLogSegmentMetadata | RemoteLogSegmentMetadataUpd
                           | RemotePartitionDeleteMetadata | RemoteLogSegmentMetadataSnapshot)
 
 
-def decode_value(value: bytes) -> RemoteLogMetadataValue:
-    """One record value of `__remote_log_metadata`. Raises CorruptDataError naming the field and
-    its byte position in the value (the caller places it in a file)."""
+class RemoteLogMetadataError(CorruptDataError):
+    """A value that does not decode. `kafka` is the message of the exception Kafka's
+    RemoteLogMetadataSerde throws for it, which DumpLogSegments prints."""
+
+    def __init__(self, reason: str, position: int | None = None, kafka: str = ""):
+        super().__init__(reason, None, position)
+        self.kafka = kafka
+
+    def __reduce__(self):
+        return (type(self), (self.reason, self.position, self.kafka))
+
+
+@dataclass(frozen=True)
+class MetadataMessage:
+    """A value's framing and its message's fields, as read (before Kafka's checks)."""
+
+    api_key: int
+    version: int
+    message: Message
+    fields: StructValue
+
+
+def _frame_short(r: Reader, entity: str) -> int:
+    """AbstractApiMessageSerde's unsignedIntToShort: an unsigned varint as a Java short."""
+    at = r.pos
+    try:
+        value = r.uvarint(f"the {entity}")
+    except ReadFailure as failure:
+        raise RemoteLogMetadataError(failure.reason, at, f"Error while reading {entity}") from None
+    if value > 0x7FFF:
+        raise RemoteLogMetadataError(f"the {entity} {value} at byte {at} is over 32767", at,
+                                     f"Value for {entity} was too large.")
+    return (value + 0x8000) % 0x10000 - 0x8000
+
+
+def read_metadata_message(value) -> MetadataMessage:
+    """The framing and fields of one `__remote_log_metadata` value, read as
+    AbstractApiMessageSerde reads them (nothing may follow the message)."""
     if value is None:
-        raise CorruptDataError("a record without a value (RemoteLogMetadataSerde needs one)")
+        raise RemoteLogMetadataError("a record without a value (RemoteLogMetadataSerde needs one)")
     data = bytes(value)
     r = Reader(data)
-    what = ""
+    frame = _frame_short(r, "frame version")
+    if frame == 0:
+        raise RemoteLogMetadataError(
+            "frame version 0 at byte 0 (Kafka: could not deserialize metadata record with frame "
+            "version 0)", 0, "Could not deserialize metadata record with frame version 0. Note "
+            "that upgrades from the preview release of KRaft in 2.8 to newer versions are not "
+            "supported.")
+    if frame != FRAME_VERSION:
+        raise RemoteLogMetadataError(
+            f"unknown frame version {frame} at byte 0 (known: {FRAME_VERSION})", 0,
+            f"Could not deserialize metadata record due to unknown frame version {frame}(only "
+            f"frame version {FRAME_VERSION} is supported)")
+    at = r.pos
+    api_key = _frame_short(r, "type")
+    at_version = r.pos
+    version = _frame_short(r, "version")
+    msg = MESSAGES.get(api_key)
+    if msg is None:
+        raise RemoteLogMetadataError(
+            f"unknown apiKey {api_key} at byte {at} (known: 0 RemoteLogSegmentMetadataRecord .. "
+            "3 RemoteLogSegmentMetadataSnapshotRecord)", at,
+            "org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id "
+            f"{api_key}")
+    failed = f"Failed to deserialize record with type {api_key}"
+    if version not in msg.valid:
+        raise RemoteLogMetadataError(f"unknown version {version} of {msg.name} at byte "
+                                     f"{at_version} (known: {msg.valid.lo})", at_version, failed)
     try:
-        frame = r.uvarint("the frame version")
-        if frame == 0:
-            raise CorruptDataError("frame version 0 at byte 0 (Kafka: could not deserialize "
-                                   "metadata record with frame version 0)", None, 0)
-        if frame != FRAME_VERSION:
-            raise CorruptDataError(f"unknown frame version {frame} at byte 0 (known: "
-                                   f"{FRAME_VERSION})", None, 0)
-        at = r.pos
-        api_key = r.uvarint("the apiKey")
-        msg = MESSAGES.get(api_key)
-        if msg is None:
-            raise CorruptDataError(f"unknown apiKey {api_key} at byte {at} (known: 0 "
-                                   "RemoteLogSegmentMetadataRecord .. 3 "
-                                   "RemoteLogSegmentMetadataSnapshotRecord)", None, at)
-        at = r.pos
-        version = r.uvarint("the version")
-        if version not in msg.valid:
-            raise CorruptDataError(f"unknown version {version} of {msg.name} at byte {at} "
-                                   f"(known: {msg.valid.lo})", None, at)
-        what = f"{msg.name}."
-        fields = read_message(msg.struct, data, r.pos, version, version in msg.flexible,
-                              strict=True)
+        fields = read_struct(r, msg.struct, version, version in msg.flexible, nested=False)
     except ReadFailure as failure:
-        where = what + failure.where() if failure.path else what[:-1]
-        reason = f"{where}: {failure.reason}" if where else failure.reason
-        raise CorruptDataError(reason, None, failure.position) from None
-    return _typed(api_key, msg.name, fields)
+        where = f"{msg.name}.{failure.where()}" if failure.path else msg.name
+        raise RemoteLogMetadataError(f"{where}: {failure.reason}", failure.position,
+                                     failed) from None
+    if r.remaining():
+        raise RemoteLogMetadataError(f"{msg.name}: {r.remaining()} bytes follow the message, "
+                                     f"from byte {r.pos}", r.pos, f"Found {r.remaining()} "
+                                     f"byte(s) of garbage after {api_key}")
+    return MetadataMessage(api_key, version, msg, fields)
 
 
-def _typed(api_key: int, name: str, f) -> RemoteLogMetadataValue:
+def decode_value(value: bytes) -> RemoteLogMetadataValue:
+    """One record value of `__remote_log_metadata`, checked as Kafka's RemoteLogMetadataSerde
+    checks it. Raises RemoteLogMetadataError naming the field and its byte position in the
+    value (the caller places it in a file)."""
+    return metadata_value(read_metadata_message(value))
+
+
+def metadata_value(read: MetadataMessage) -> RemoteLogMetadataValue:
+    """The message as Kafka's transforms build it, with their checks in their order."""
+    api_key, name, f = read.api_key, read.message.name, read.fields
     if api_key == 1:
         topic_id, topic, partition, segment_id = _segment_id(f)
         return RemoteLogSegmentMetadataUpdate(
@@ -211,13 +265,20 @@ def _typed(api_key: int, name: str, f) -> RemoteLogMetadataValue:
         return RemotePartitionDeleteMetadata(
             tip["id"], tip["name"], tip["partition"], f["brokerId"], f["eventTimestampMs"],
             _state(name, f["remotePartitionDeleteState"], PARTITION_DELETE_STATES))
-    epochs = _epochs(name, f)
-    common = (f["brokerId"], f["maxTimestampMs"], f["eventTimestampMs"], epochs,
-              f["segmentSizeInBytes"], f["customMetadata"],
-              _state(name, f["remoteLogSegmentState"], SEGMENT_STATES), f["txnIndexEmpty"])
     if api_key == 3:
-        return RemoteLogSegmentMetadataSnapshot(f["segmentId"], *_offsets(name, f), *common)
-    return RemoteLogSegmentMetadata(*_segment_id(f), *_offsets(name, f), *common)
+        # the snapshot's constructor checks the state, then the epochs; not the offsets
+        state = _state(name, f["remoteLogSegmentState"], SEGMENT_STATES)
+        return RemoteLogSegmentMetadataSnapshot(
+            f["segmentId"], f["startOffset"], f["endOffset"], f["brokerId"], f["maxTimestampMs"],
+            f["eventTimestampMs"], _epochs(name, f), f["segmentSizeInBytes"],
+            f["customMetadata"], state, f["txnIndexEmpty"])
+    # a segment is built (offsets, then epochs checked), then its state applied
+    offsets = _offsets(name, f)
+    epochs = _epochs(name, f)
+    return RemoteLogSegmentMetadata(
+        *_segment_id(f), *offsets, f["brokerId"], f["maxTimestampMs"], f["eventTimestampMs"],
+        epochs, f["segmentSizeInBytes"], f["customMetadata"],
+        _state(name, f["remoteLogSegmentState"], SEGMENT_STATES), f["txnIndexEmpty"])
 
 
 def _segment_id(f) -> tuple[str, str, int, str]:
@@ -230,17 +291,23 @@ def _offsets(name: str, f) -> tuple[int, int]:
     start, end = f["startOffset"], f["endOffset"]
     # the checks of RemoteLogSegmentMetadata's constructor, which the serde's read runs
     if start < 0:
-        raise CorruptDataError(f"{name}.startOffset {start} is negative")
+        raise RemoteLogMetadataError(
+            f"{name}.startOffset {start} is negative", None, f"Unexpected start offset = "
+            f"{start}. StartOffset for a remote segment cannot be negative")
     if end < start:
-        raise CorruptDataError(f"{name}.endOffset {end} is below startOffset {start}")
+        raise RemoteLogMetadataError(
+            f"{name}.endOffset {end} is below startOffset {start}", None,
+            f"Unexpected end offset = {end}. EndOffset for a remote segment cannot be less "
+            f"than startOffset = {start}")
     return start, end
 
 
 def _epochs(name: str, f) -> tuple:
     entries = f["segmentLeaderEpochs"]
     if not entries:
-        raise CorruptDataError(f"{name}.segmentLeaderEpochs is empty (a segment has at least "
-                               "one leader epoch)")
+        raise RemoteLogMetadataError(f"{name}.segmentLeaderEpochs is empty (a segment has at "
+                                     "least one leader epoch)", None,
+                                     "segmentLeaderEpochs can not be null or empty")
     # Kafka keeps them in a TreeMap: ascending by epoch, a repeated epoch's last offset wins
     by_epoch = {e["leaderEpoch"]: e["offset"] for e in entries}
     return tuple(sorted(by_epoch.items()))
@@ -248,8 +315,10 @@ def _epochs(name: str, f) -> tuple:
 
 def _state(name: str, state: int, states: dict) -> int:
     if state not in states:
-        field_name = "remotePartitionDeleteState" if states is PARTITION_DELETE_STATES \
-            else "remoteLogSegmentState"
-        raise CorruptDataError(f"{name}.{field_name} {state} is not a state Kafka knows "
-                               f"({', '.join(f'{k} {v}' for k, v in states.items())})")
+        segment = states is SEGMENT_STATES
+        field_name = "remoteLogSegmentState" if segment else "remotePartitionDeleteState"
+        # RemotePartitionDeleteMetadata's requireNonNull has no message: Java prints "null"
+        raise RemoteLogMetadataError(f"{name}.{field_name} {state} is not a state Kafka knows "
+                                     f"({', '.join(f'{k} {v}' for k, v in states.items())})",
+                                     None, "state can not be null" if segment else "null")
     return state

@@ -60,6 +60,9 @@ class ReadPlan:
     groups: list[ReadGroup]
     notes: list[str] = field(default_factory=list)   # data-loss clamps (failOnDataLoss=false)
     planner_io: IOStats = field(default_factory=IOStats)
+    # Segments with no byte to read inside the planned range (a 0-byte .log: a rolled segment
+    # no batch reached yet), as tasks of nothing: the segments view lists them all the same.
+    empty_segments: list[ScanTask] = field(default_factory=list)
 
     @property
     def nbytes(self) -> int:
@@ -268,8 +271,15 @@ def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter,
     notes = [f"{s.index_problem}: read without it (rebuilt from the .log)"
              for s in log.segments if s.index_problem is not None]
     plan.notes.extend(notes)
-    touched = [lo < end and seg.base_offset < hi
-               for seg, end in zip(view.segments, segment_end_offsets(view))]
+    ends = segment_end_offsets(view)
+    touched = [lo < end and seg.base_offset < hi for seg, end in zip(view.segments, ends)]
+    plan.empty_segments.extend(
+        ScanTask(log.topic, log.partition, seg.log_path, 0, 0, seg.base_offset, seg.base_offset,
+                 file_size=0, segment_base=seg.base_offset,
+                 next_segment_base=None if i == len(ends) - 1 else ends[i])
+        for i, (seg, wanted) in enumerate(zip(view.segments, touched))
+        if not wanted and lo <= seg.base_offset <= hi and seg.log_path not in remote
+        and seg.size == 0)
     for seg, wanted in zip(view.segments, touched):
         if not wanted:     # (what ListOffsets or the time floor opened to pass over them)
             seg.release()
@@ -480,11 +490,12 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
             part.notes.append(f"{err}: reading the segments of {log.name} whole")
             planned = _salvage_partition(log, opts, row_filter, part)
         log.fs.forget(log.directory)   # what the partition's planning read (object stores)
-        return part.notes, planned
+        return part, planned
 
-    for notes, (part_tasks, part_positions, part_aborted, planned) in _each_in_order(
+    for part, (part_tasks, part_positions, part_aborted, planned) in _each_in_order(
             plan_one, selected, _parallelism(selected)):
-        plan.notes.extend(notes)
+        plan.notes.extend(part.notes)
+        plan.empty_segments.extend(part.empty_segments)
         if opts.max_records_per_partition is not None:   # (a planned range holds its log)
             if planned is not None:
                 ranges.append(planned)

@@ -77,7 +77,8 @@ class SegmentLogReader(DataSourceReader):
                  plan.planner_io.bytes_read, plan.planner_io.read_requests)
         if self.opts.view == "segments":
             return [SegmentsInputPartition(refs)
-                    for refs in segment_groups(plan.groups, self.opts.min_partitions)]
+                    for refs in segment_groups(plan.groups, self.opts.min_partitions,
+                                               plan.empty_segments)]
         return [SegmentLogInputPartition(g) for g in plan.groups]
 
     def read(self, partition):

@@ -18,5 +18,6 @@ types, and the columns themselves are Arrow arrays.
     schema_registry.py   a registry snapshot: schemas by id, subjects' versions
     registry_log.py      the `_schemas` topic replayed as the registry replays it
     registry_sources.py  where a snapshot comes from: the log, .avsc files, a REST URL
-    kafka_internal/      `__consumer_offsets`, `__transaction_state`, `__cluster_metadata`
+    kafka_internal/      `__consumer_offsets`, `__transaction_state`, `__share_group_state`,
+                         `__remote_log_metadata`, `__cluster_metadata` (dump text and columns)
 """

@@ -71,7 +71,7 @@ def produce_commands(base: int) -> list[list]:
          "--base-ts", base],
     ]
     commands += [["create-topic", t, "--partitions", ADOPTED_PARTITIONS] for t in ADOPTED]
-    return commands + GROUP_COMMANDS + log_manager_commands(base)
+    return commands + GROUP_COMMANDS + log_manager_commands(base) + admin_commands(base)
 
 
 # Consumer groups of both protocols read topics above to their end and commit (KafkaClient
@@ -110,6 +110,64 @@ def log_manager_commands(base: int) -> list[list]:
          "--base-ts", base + 700_000],
         ["create-topic", LM_LIVE],
         ["produce", LM_LIVE, "--count", 30, "--batch", 10, "--base-ts", base],
+    ]
+
+
+# The Admin API's other changes, a share group and a SCRAM user (admin_commands), for the cluster
+# image replayed from __cluster_metadata and for __share_group_state. The last command,
+# describe-all, is the Admin API's view of the cluster at the end, which conftest.py keeps in
+# the broker's directory (ADMIN_ANSWERS_FILE).
+ADMIN_CONFIGS, ADMIN_GROWN, ADMIN_DELETED = "admin-configs", "admin-grown", "admin-deleted"
+ADMIN_CONFIGS_FIRST = {"retention.ms": "86400000", "retention.bytes": "1048576",
+                       "cleanup.policy": "compact,delete", "max.message.bytes": "200000"}
+ADMIN_CONFIGS_CHANGED = {"retention.ms": "172800000", "retention.bytes": "2097152",
+                         "cleanup.policy": "delete"}
+ADMIN_CONFIGS_DELETED = ("max.message.bytes",)
+# a cluster-wide default (the broker resource with no name); topics show it as
+# DYNAMIC_DEFAULT_BROKER_CONFIG. More permissive than the default (1 h): it refuses nothing.
+CLUSTER_DEFAULT = {"log.message.timestamp.after.max.ms": "86400000"}
+# A password-type config of broker 1 (per broker: listener configs may not be cluster-wide);
+# its value is a secret that no file of a test should print as is.
+SENSITIVE_CONFIG = ("broker:1", "listener.name.plaintext.ssl.key.password",
+                    "segmentlog-7f3a-sensitive-secret")
+SCRAM_USER = "segmentlog-user"
+SCRAM_CREDENTIALS = (("SCRAM-SHA-256", 8192), ("SCRAM-SHA-512", 4096))
+SHARE_TOPIC, SHARE_GROUP, SHARE_RECORDS, SHARE_REJECT_EVERY = "share-in", "share-group", 40, 7
+ADMIN_ANSWERS_FILE = "admin-answers.json"
+
+
+def _sets(configs: dict[str, str]) -> list[str]:
+    return [word for k, v in configs.items() for word in ("--set", f"{k}={v}")]
+
+
+def admin_commands(base: int) -> list[list]:
+    resource, name, secret = SENSITIVE_CONFIG
+    return [
+        ["create-topic", ADMIN_CONFIGS, "--partitions", 2, "--config", "retention.ms=3600000"],
+        ["alter-configs", f"topic:{ADMIN_CONFIGS}", *_sets(ADMIN_CONFIGS_FIRST)],
+        ["alter-configs", f"topic:{ADMIN_CONFIGS}", *_sets(ADMIN_CONFIGS_CHANGED),
+         *(w for c in ADMIN_CONFIGS_DELETED for w in ("--delete", c))],
+        ["alter-configs", "broker-default", *_sets(CLUSTER_DEFAULT)],
+        ["alter-configs", resource, "--set", f"{name}={secret}"],
+        ["create-topic", ADMIN_GROWN],
+        ["produce", ADMIN_GROWN, "--count", 10, "--base-ts", base],
+        ["create-partitions", ADMIN_GROWN, "--total", 3],
+        ["produce", ADMIN_GROWN, "--partitions", 3, "--count", 9, "--prefix", "grown",
+         "--base-ts", base],
+        ["create-topic", ADMIN_DELETED, "--partitions", 2],
+        ["produce", ADMIN_DELETED, "--partitions", 2, "--count", 6, "--base-ts", base],
+        ["delete-topic", ADMIN_DELETED],
+        *(["scram-user", SCRAM_USER, "--password", f"{SCRAM_USER}-{mechanism}",
+           "--mechanism", mechanism, "--iterations", iterations]
+          for mechanism, iterations in SCRAM_CREDENTIALS),
+        ["create-topic", SHARE_TOPIC, "--partitions", 2],
+        ["produce", SHARE_TOPIC, "--partitions", 2, "--count", SHARE_RECORDS, "--batch", 5,
+         "--base-ts", base],
+        # a share group starts at the latest offset unless its group config says otherwise
+        ["alter-configs", f"group:{SHARE_GROUP}", "--set", "share.auto.offset.reset=earliest"],
+        ["share-consume", SHARE_TOPIC, "--group", SHARE_GROUP, "--count", SHARE_RECORDS,
+         "--reject-every", SHARE_REJECT_EVERY],
+        ["describe-all"],
     ]
 
 

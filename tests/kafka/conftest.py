@@ -4,7 +4,10 @@ Every test module here is marked `xdist_group("kafka")`, so `pytest -n 2 --dist 
 them all in one worker, against this one broker. Its life, in the order the fixtures run:
 
     broker        format and start (3-7 s)
-    produced      one KafkaClient run creates and fills every topic (broker_topics.py)
+    produced      one KafkaClient run creates and fills every topic (broker_topics.py), then
+                  changes configs, partitions and topics with the Admin API, adds a SCRAM user,
+                  and a share group consumes; the Admin API's view of the cluster at the end
+                  is kept in `<broker dir>/admin-answers.json` (the admin_answers fixture)
     broker_reads  every ReadCase, read by Spark's Kafka source from the broker and by segmentlog
                   from its log directory while it runs (active segments with preallocated,
                   zero-filled indexes); then SIGTERM, and segmentlog again on the stopped
@@ -29,6 +32,7 @@ Both stay under pytest's basetemp when a test fails.
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -40,7 +44,8 @@ from segmentlog_source.devtools.kafka import jars
 from segmentlog_source.devtools.kafka.broker import KafkaBroker
 from segmentlog_source.devtools.kafka.java_client import KafkaClient
 from tests import conftest as shared_conftest
-from tests.kafka.broker_topics import ReadCase, base_timestamp, produce_commands, read_cases
+from tests.kafka.broker_topics import (ADMIN_ANSWERS_FILE, SENSITIVE_CONFIG, ReadCase,
+                                      base_timestamp, produce_commands, read_cases)
 from tests.kafka.reads import Read, kafka_read, segmentlog_read
 
 # Topics whose files later phases replace or clean: not copied for the dump comparison.
@@ -93,6 +98,7 @@ class Produced:
     base: int                   # CreateTime of record 0 (broker_topics.base_timestamp)
     answers: list[dict]
     topic_ids: dict[str, str]
+    admin_answers: Path | None = None   # written before the broker first stops
 
 
 @pytest.fixture(scope="session")
@@ -100,9 +106,50 @@ def produced(broker) -> Produced:
     started = time.monotonic()
     base = base_timestamp()
     answers = KafkaClient(broker.bootstrap).run(produce_commands(base))
-    broker.phases.timed("KafkaClient: create and produce every topic (one JVM)", started)
-    return Produced(base, answers,
-                    {a["topic"]: a["topicId"] for a in answers if a["op"] == "create-topic"})
+    broker.phases.timed("KafkaClient: create and produce every topic, Admin changes, a share "
+                        "group (one JVM)", started)
+    produced = Produced(base, answers, {a["topic"]: a["topicId"] for a in answers
+                                        if a["op"] == "create-topic"})
+    produced.admin_answers = _write_admin_answers(broker.workdir / ADMIN_ANSWERS_FILE, answers)
+    return produced
+
+
+def _write_admin_answers(path: Path, answers: list[dict]) -> Path:
+    """The describe-all answer (KafkaClient.java), with what the commands before it did that
+    the Admin API no longer shows: deleted topics, the sensitive config's secret, share groups."""
+    described, = (a for a in answers if a["op"] == "describe-all")
+    resource, name, secret = SENSITIVE_CONFIG
+    out = {k: v for k, v in described.items() if k not in ("line", "op")}
+    out["deletedTopics"] = {a["topic"]: a["topicId"] for a in answers
+                            if a["op"] == "delete-topic"}
+    out["sensitive"] = {"resource": resource, "name": name, "value": secret}
+    out["shareGroups"] = {a["group"]: {k: a[k] for k in ("topic", "records", "rejected")}
+                          for a in answers if a["op"] == "share-consume"}
+    path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+@pytest.fixture(scope="session")
+def admin_answers(produced) -> dict:
+    """The Admin API's view of the test broker after every change (broker_topics.py's
+    admin_commands), recorded before it first stopped; the file is
+    `<broker dir>/admin-answers.json`:
+
+        clusterId      the cluster id
+        topics         {name: {"topicId", "internal", "partitions": [{"partition", "leader",
+                       "replicas", "isr"}], "configs": {config: {"value", "source",
+                       "sensitive", "readOnly"}}}}: every topic, internal ones included, with
+                       every describeConfigs entry (source: DEFAULT_CONFIG,
+                       DYNAMIC_TOPIC_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, ...)
+        brokerDefault  {config: {...}}: the cluster-wide dynamic configs (DYNAMIC_* only)
+        brokers        {"1": {config: {...}}}: each broker's dynamic configs (a sensitive one's
+                       value is null, as Admin answers)
+        scramUsers     {user: [{"mechanism", "iterations"}]}
+        deletedTopics  {name: topic id}: topics deleted before the describe
+        sensitive      {"resource", "name", "value"}: the password-type config and its secret
+        shareGroups    {group: {"topic", "records", "rejected"}}
+    """
+    return json.loads(produced.admin_answers.read_text())
 
 
 @dataclass

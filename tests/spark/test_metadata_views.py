@@ -83,8 +83,15 @@ def check_views(spark, path: Path) -> dict:
     assert not records, f"records outside every batch: {list(records)}"
 
     segments = _rows(spark, path, "segments")
-    assert {(s.topic, s.partition, s.segment) for s in segments} == set(segment_facts)
+    empty = [s for s in segments if s.size == 0]      # a rolled segment no batch reached yet
+    assert {(s.topic, s.partition, s.segment) for s in segments if s.size} == set(segment_facts)
+    for s in empty:
+        assert (s.firstOffset, s.lastOffset, s.firstTimestamp, s.maxTimestamp) == (None,) * 4, s
+        assert Path(s.path).stat().st_size == 0
+    counted["empty segments"] = len(empty)
     for s in segments:
+        if not s.size:
+            continue
         facts = segment_facts[(s.topic, s.partition, s.segment)]
         assert (s.firstOffset, _ms(s.firstTimestamp), s.lastOffset, _ms(s.maxTimestamp)) == (
             facts["first"], facts["first_ts"], facts["last"], facts["max_ts"]), s
@@ -97,6 +104,31 @@ def check_views(spark, path: Path) -> dict:
 def test_views_of_a_real_brokers_log_dir(spark, broker_dir):
     counted = check_views(spark, broker_dir)
     assert counted["batches"] > 0 and counted["segments"] > 0
+
+
+EMPTY_ONLY = [REAL / "donaldy-kafka-2.7.1" / "myTopic-0",
+              REAL / "ronem123-rupia" / "topic_transactions-0"]
+
+
+def test_an_empty_segment_is_a_row(spark):
+    """A partition whose only .log is empty (0 bytes: rolled, no batch yet) is a segments row
+    with its size and no offsets; the records and batches views have no row, `segmentlog
+    stats` counts the segment and its 0 bytes, `explain` plans nothing to read."""
+    from tests.cli.helpers import run_cli
+
+    for part in EMPTY_ONLY:
+        log, = part.glob("*.log")
+        base = int(log.name[:20])
+        rows = _rows(spark, part, "segments")
+        assert [(r.segment, r.path, r.size, r.firstOffset, r.lastOffset, r.firstTimestamp,
+                 r.maxTimestamp) for r in rows] == [(base, str(log), 0, None, None, None,
+                                                     None)]
+        assert read_segmentlog(spark, part).count() == 0
+        assert _rows(spark, part, "batches") == []
+        stats = run_cli("stats", part)
+        assert stats.returncode == 0 and "1 partition, 1 segment, 0 bytes" in stats.stdout
+        explain = run_cli("explain", part)
+        assert explain.returncode == 0 and "reads 0 of 0 bytes" in explain.stdout, explain
 
 
 def test_views_of_every_kafka_clients_log(spark, tmp_path):

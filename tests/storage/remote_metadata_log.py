@@ -96,6 +96,17 @@ def part_delete(state: int, *, topic: str = "t", topic_id: str = TID, partition:
         + tags()
 
 
+def snapshot(n: int, start: int, end: int, epochs, *, state: int = 1, size: int = 1000,
+             custom: bytes | None = None, txn_empty: bool = False) -> bytes:
+    """A RemoteLogSegmentMetadataSnapshotRecord (apiKey 3; the serde reads it, no broker
+    writes it to the topic)."""
+    return (frame(3) + uuid(sid(n)) + struct.pack(">qqiqq", start, end, 1, 1000, 2000)
+            + uvarint(len(epochs) + 1)
+            + b"".join(struct.pack(">iq", e, o) + tags() for e, o in epochs)
+            + struct.pack(">i", size) + compact(custom) + struct.pack(">b", state)
+            + tags({0: b"\x01"} if txn_empty else None))
+
+
 def finished(n: int, start: int, end: int, epochs, **kw) -> list[bytes]:
     return [seg(n, start, end, epochs, **kw), upd(n, 1, **{k: v for k, v in kw.items()
                                                            if k in ("topic", "partition")})]

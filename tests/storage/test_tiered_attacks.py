@@ -373,9 +373,10 @@ def test_a_partition_whose_local_log_is_an_empty_active_segment(logs, tmp_path):
     for suffix in (".log", ".index", ".timeindex"):
         (data / "t-0" / f"{1200:020d}{suffix}").write_bytes(b"")
     assert _offsets(_read(data, remoteTier=str(tier.root))) == list(range(1200))
-    # (an empty active segment has no row, as in a local log)
-    assert [r["segment"] for r in _read(data, remoteTier=str(tier.root), view="segments")] \
-        == [0, 300, 600, 900]
+    # the empty active segment is a row, with no offsets, as in a local log
+    rows = _read(data, remoteTier=str(tier.root), view="segments")
+    assert [r["segment"] for r in rows] == [0, 300, 600, 900, 1200]
+    assert (rows[-1]["size"], rows[-1]["firstOffset"], rows[-1]["lastOffset"]) == (0, None, None)
 
 
 def _aiven(variant: str) -> Path:

@@ -1,7 +1,8 @@
-"""Records of `__consumer_offsets` and `__transaction_state` made for the tests: an encoder that
-writes a message definition's fields in Kafka's layout (the inverse of message_protocol.py's reader,
-written independently of it), values drawn from each definition (every record type, every
-value version), and malformed variants of them.
+"""Records of Kafka's coordinator topics (`__consumer_offsets`, `__transaction_state`,
+`__share_group_state`) made for the tests: an encoder that writes a message definition's fields
+in Kafka's layout (the inverse of message_protocol.py's reader, written independently of it),
+values drawn from each definition (every record type, every value version), and malformed
+variants of them.
 
 Strings mix ASCII with characters Jackson escapes (quotes, backslashes, control characters) and
 characters beyond the BMP; some bytes are not UTF-8. A "consumer" group's member carries real

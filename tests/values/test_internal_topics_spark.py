@@ -53,3 +53,26 @@ def test_consumer_offsets_decode_into_columns(spark):
     for r in checked:
         first, last = ends[(r.topic, r.partition)]
         assert first <= r.offset <= last + 1, r
+
+
+def test_remote_log_metadata_decodes_into_columns(spark):
+    """The tiered fixture's __remote_log_metadata (a Kafka 4.4 broker's): no key, every value
+    a remote_log_metadata struct; each copy's COPY_SEGMENT_STARTED row names the offsets of
+    the segment its COPY_SEGMENT_FINISHED update completes."""
+    from pathlib import Path
+
+    data_dir = (Path(__file__).resolve().parents[1] / "fixtures" / "tiered"
+                / "kafka-4.4-local-tiered-storage" / "broker-data")
+    df = (spark.read.format("segmentlog").option("valueFormat", "kafka-internal")
+          .load(str(data_dir)).select("offset", "key_decoded", "value_decoded", "value_error",
+                                      "value_decoded.remote_log_metadata.*"))
+    rows = df.collect()
+    assert rows and all(r.key_decoded is None and r.value_error is None for r in rows)
+    started = {r.segment_id: r for r in rows if r.record_type == "segment"}
+    finished = [r for r in rows if r.record_type == "segment_update"
+                and r.state == "COPY_SEGMENT_FINISHED"]
+    assert finished and {r.segment_id for r in finished} <= set(started)
+    for r in started.values():
+        assert r.state == "COPY_SEGMENT_STARTED" and 0 <= r.start_offset <= r.end_offset
+        assert r.segment_leader_epochs and r.segment_size > 0 and r.max_timestamp is not None
+    assert {r.topic for r in started.values()} == {"tiered", "tiered3"}

@@ -1,12 +1,12 @@
-"""`__consumer_offsets` and `__transaction_state` decoded (values/kafka_internal), and
-`segmentlog dump --offsets-decoder / --transaction-log-decoder` against Kafka 4.4's own
-DumpLogSegments.
+"""`__consumer_offsets`, `__transaction_state` and `__share_group_state` decoded
+(values/kafka_internal), and `segmentlog dump --offsets-decoder / --transaction-log-decoder /
+--share-group-state-decoder` against Kafka 4.4's own DumpLogSegments.
 
 Real records: every `__consumer_offsets` partition of the shared fixtures (Kafka 0.10 to 3.9)
 decodes, and every offset committed for a partition the same data directory holds lies in that
 partition's log. Made records (internal_samples.py): every record type and value version,
 tombstones, every truncation, unknown types and versions, broken lengths, strings Jackson must
-escape; DumpLogSegments prints the same lines for them, in three JVM runs.
+escape; DumpLogSegments prints the same lines for them, in four JVM runs.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from segmentlog_source.cli.dump import dump_files
 from segmentlog_source.cli.dump_context import DumpOptions
@@ -33,14 +34,16 @@ from segmentlog_source.values.kafka_internal.columns import (KEY_ARROW_TYPE, KEY
 from segmentlog_source.values.kafka_internal.kafka_json import java_double
 from segmentlog_source.values.kafka_internal.messages import COORDINATORS
 from segmentlog_source.values.kafka_internal.records import (InternalRecordError, decode_key,
-                                                             decode_value)
+                                                             decode_value, dump_texts)
 from tests.cli.helpers import run_cli
 from tests.cli.test_dump_vs_kafka import kafka_dump
 from tests.conftest import shared_fixture
 from tests.values import internal_samples as samples
 
-OFFSETS, TXN = "__consumer_offsets", "__transaction_state"
-DECODERS = {"--offsets-decoder": OFFSETS, "--transaction-log-decoder": TXN}
+OFFSETS, TXN, SHARE = "__consumer_offsets", "__transaction_state", "__share_group_state"
+DECODERS = {"--offsets-decoder": OFFSETS, "--transaction-log-decoder": TXN,
+            "--remote-log-metadata-decoder": "__remote_log_metadata",
+            "--share-group-state-decoder": SHARE}
 
 
 def decoder_dump(files: list[Path], flags: tuple[str, ...]) -> tuple[bytes, bytes]:
@@ -131,7 +134,7 @@ def test_committed_offsets_lie_in_their_partitions_logs(fixture_partitions):
 
 # -- made records: decoding ------------------------------------------------------------------
 
-@pytest.mark.parametrize("topic", [OFFSETS, TXN])
+@pytest.mark.parametrize("topic", [OFFSETS, TXN, SHARE])
 def test_every_record_type_and_version_reads_back(topic):
     pairs = samples.samples(topic, per_version=4)
     kinds = set()
@@ -149,7 +152,7 @@ def test_every_record_type_and_version_reads_back(topic):
     assert kinds == expected
 
 
-@pytest.mark.parametrize("topic", [OFFSETS, TXN])
+@pytest.mark.parametrize("topic", [OFFSETS, TXN, SHARE])
 def test_every_truncation_is_refused(topic):
     refused = 0
     for key, value in samples.samples(topic, per_version=1, seed=3):
@@ -233,7 +236,7 @@ def test_doubles_print_as_java_does():
 def crafted(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("internal-topics")
     out = {}
-    for topic, seed, count in ((OFFSETS, 11, 3), (TXN, 12, 15)):
+    for topic, seed, count in ((OFFSETS, 11, 3), (TXN, 12, 15), (SHARE, 13, 40)):
         good = samples.samples(topic, per_version=count, seed=seed)
         bad = samples.malformed(topic, samples.samples(topic, per_version=1, seed=seed + 10))
         out[topic] = write_log(root / f"{topic}-0", good + bad)
@@ -252,6 +255,8 @@ RUNS = {
                                      lambda c: _fixture_logs()[:4] + [c[OFFSETS]]),
     "transaction-log": (("--transaction-log-decoder",),
                         lambda c: [c[TXN], c[OFFSETS]] + _fixture_logs()[:2]),
+    "share-group-state": (("--share-group-state-decoder",),
+                          lambda c: [c[SHARE], c[OFFSETS], c[TXN]]),
 }
 
 
@@ -269,6 +274,10 @@ def test_dump_prints_what_dump_log_segments_prints(crafted, run):
         assert any(b'"subscription":{"topics":' in line for line in lines)
         assert any(b'"subscription":"' in line for line in lines)   # base64: it did not parse
         assert len(lines) > 20_000
+    if run == "share-group-state":
+        for needle in (b'"deliveryCompleteCount":', b'"stateBatches":[{"firstOffset":',
+                       b'key: {"type":"1","data":{"groupId":'):
+            assert any(needle in line for line in lines), needle
     if run == "transaction-log":
         for state in (b'"Empty"', b'"CompleteCommit"', b'"PrepareEpochFence"', b'"8"', b'"-1"'):
             assert any(b'"transactionStatus":' + state in line for line in lines), state
@@ -329,7 +338,7 @@ def test_fixture_records_as_columns(fixture_partitions):
     assert keys[commit] | {"json": None} == {
         "record_type": "offset_commit", "version": 1, "group": "restaurant-approval-topic-"
         "consumer", "topic": "restaurant-approval-request", "partition": 0, "member_id": None,
-        "transactional_id": None, "json": None}
+        "transactional_id": None, "topic_id": None, "json": None}
     oc = values[commit]["offset_commit"]
     assert (oc["offset"], oc["leader_epoch"], oc["metadata"], oc["expire_timestamp"],
             oc["topic_id"]) == (1, -1, "", None, None)
@@ -384,3 +393,71 @@ def test_made_records_as_columns():
     assert (txn["state"], txn["producer_epoch"], txn["partitions"], txn["start_timestamp"],
             txn["previous_producer_id"], txn["client_transaction_version"]) == (
         "CompleteCommit", 3, [{"topic": "t", "partitions": [0, 2]}], None, None, None)
+
+
+def test_share_records_as_columns():
+    kinds = COORDINATORS[SHARE]
+    rng = random.Random(4)
+    key = struct.pack(">hh", 1, 2) + b"sg" + samples._uuid_bytes("AAECAwQFBgcICQoLDA0ODw") \
+        + struct.pack(">i", 3)
+    batches = [{"firstOffset": 0, "lastOffset": 5, "deliveryState": 2, "deliveryCount": 1},
+               {"firstOffset": 6, "lastOffset": 6, "deliveryState": 4, "deliveryCount": 5},
+               {"firstOffset": 7, "lastOffset": 7, "deliveryState": 3, "deliveryCount": 1}]
+    update = samples.draw(kinds[1].value.struct, 0, rng)
+    update.update(startOffset=-1, deliveryCompleteCount=-1, stateBatches=batches)
+    snapshot = samples.draw(kinds[0].value.struct, 0, rng)
+    snapshot.update(createTimestamp=1000, writeTimestamp=-1, startOffset=12,
+                    deliveryCompleteCount=4, stateBatches=[])
+    pairs = [(key, b"\0\0" + samples.encode_struct(kinds[1].value.struct, update, 0, True)),
+             (b"\0\0" + key[2:], b"\0\0" + samples.encode_struct(kinds[0].value.struct,
+                                                                 snapshot, 0, True)),
+             (key, None), (key, b"\0\1"), (key[:9], None)]
+    keys, values, errors = _column_rows(SHARE, pairs)
+    assert keys[0] | {"json": None} == {
+        "record_type": "share_update", "version": 1, "group": "sg", "topic": None,
+        "partition": 3, "member_id": None, "transactional_id": None,
+        "topic_id": "AAECAwQFBgcICQoLDA0ODw", "json": None}
+    state = values[0]["share_state"]
+    assert (state["start_offset"], state["delivery_complete_count"], state["state_epoch"],
+            state["create_timestamp"]) == (None, None, None, None)
+    assert [(b["first_offset"], b["last_offset"], b["delivery_state"], b["delivery_count"])
+            for b in state["state_batches"]] == [(0, 5, "Acked", 1), (6, 6, "Archived", 5),
+                                                 (7, 7, "3", 1)]
+    state = values[1]["share_state"]
+    assert keys[1]["record_type"] == "share_snapshot" and state["state_batches"] == []
+    assert (state["start_offset"], state["delivery_complete_count"],
+            state["create_timestamp"].timestamp(), state["write_timestamp"]) == (12, 4, 1.0, None)
+    assert state["state_epoch"] == snapshot["stateEpoch"]
+    assert values[0]["offset_commit"] is None and values[0]["remote_log_metadata"] is None
+    assert errors[:3] == [None] * 3 and keys[2]["record_type"] == "share_update"
+    assert values[2] is None                                      # a tombstone
+    assert values[3] is None and "unknown version 1" in errors[3]
+    assert keys[4] is None and "ShareUpdateKey" in errors[4]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 1), st.lists(st.tuples(st.integers(0, 400), st.integers(0, 255)),
+                                   max_size=4),
+       st.integers(0, 400), st.binary(max_size=6), st.booleans())
+def test_hostile_share_records_decode_or_say_what_is_wrong(type_id, flips, cut, tail, in_key):
+    """A share record with bytes flipped, cut or appended, in its key or its value: it decodes,
+    or the dump prints Kafka's "Unknown record type" / "Error at offset" line and the decoder
+    raises an InternalRecordError that names the field (and byte) and carries Kafka's message."""
+    key, value = sample(SHARE, type_id, 0)
+    data = bytearray(key if in_key else value)
+    for at, byte in flips:
+        data[at % len(data)] = byte
+    data = bytes(data[:cut]) + tail if cut < len(data) else bytes(data) + tail
+    key, value = (data, value) if in_key else (key, data)
+    key_text, value_text = dump_texts(SHARE, key, value, 9)
+    try:
+        k = decode_key(SHARE, key, strict=False)
+        v = decode_value(SHARE, k, value, strict=False)
+    except InternalRecordError as err:
+        assert err.reason and value_text is None
+        if err.unknown_type is not None:
+            assert key_text == f"Unknown record type {err.unknown_type} at offset 9, skipping."
+        else:
+            assert key_text == f"Error at offset 9, skipping. {err.kafka}" and err.kafka
+    else:
+        assert (key_text, value_text) == (k.json(), v.json())

@@ -25,6 +25,20 @@
 //             (a read_committed consumer of group G with that group.protocol reads T's N
 //             partitions to their end, commits the positions with metadata "G" (--txn commit:
 //             in a transaction, through a transactional producer) and leaves the group)
+//   alter-configs RESOURCE [--set k=v]... [--delete k]...
+//             (incrementalAlterConfigs; RESOURCE is topic:NAME, broker:ID, broker-default (the
+//             cluster-wide default, the broker resource with an empty name) or group:NAME)
+//   create-partitions T --total N
+//   delete-topic T
+//   scram-user NAME --password P [--mechanism SCRAM-SHA-256|SCRAM-SHA-512] [--iterations N]
+//             (alterUserScramCredentials: an upsertion)
+//   share-consume T --group G [--count N] [--reject-every K]
+//             (a share consumer of group G, explicit acknowledgement, reads N records of T,
+//             accepting each but every K-th, which it rejects (archived), commits and leaves)
+//   describe-all
+//             (the Admin API's view of the cluster in one answer: every topic, internal ones
+//             too, with its id, partitions (leader, replicas, isr) and describeConfigs entries;
+//             the dynamic configs of the broker default and of each broker; SCRAM users)
 //   fill T [--count N] [--partitions N] [--key-bytes N] [--value-bytes N] [--codec C]
 //             [--base-ts MS] [--ts-step MS]
 //             (a benchmark's data: no headers, a producer tuned for throughput; record i goes
@@ -49,14 +63,25 @@ import java.util.concurrent.Future;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.CreateTopicsResult;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo;
+import org.apache.kafka.clients.admin.ListTopicsOptions;
+import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.ScramCredentialInfo;
+import org.apache.kafka.clients.admin.ScramMechanism;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.admin.UserScramCredentialUpsertion;
+import org.apache.kafka.clients.admin.UserScramCredentialsDescription;
+import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -66,6 +91,7 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -128,6 +154,12 @@ public final class KafkaClient {
             case "list-offsets": listOffsets(a); break;
             case "consume-group": consumeGroup(a); break;
             case "fill": fill(a); break;
+            case "alter-configs": alterConfigs(a); break;
+            case "create-partitions": createPartitions(a); break;
+            case "delete-topic": deleteTopic(a); break;
+            case "scram-user": scramUser(a); break;
+            case "share-consume": shareConsume(a); break;
+            case "describe-all": describeAll(); break;
             default: throw new IllegalArgumentException("unknown command " + op);
         }
     }
@@ -518,5 +550,178 @@ public final class KafkaClient {
         if (failed.get() != null) throw failed.get();
         emit("fill", "\"topic\":" + json(topic) + ",\"count\":" + count + ",\"seconds\":"
              + (System.nanoTime() - started) / 1e9);
+    }
+
+    // ---- the Admin API's other calls, a share group, and the cluster as Admin describes it ----
+    private static ConfigResource resource(String spec) {
+        if (spec.equals("broker-default")) {
+            return new ConfigResource(ConfigResource.Type.BROKER, "");
+        }
+        int colon = spec.indexOf(':');
+        if (colon < 0) throw new IllegalArgumentException("not a config resource: " + spec);
+        String name = spec.substring(colon + 1);
+        switch (spec.substring(0, colon)) {
+            case "topic": return new ConfigResource(ConfigResource.Type.TOPIC, name);
+            case "broker": return new ConfigResource(ConfigResource.Type.BROKER, name);
+            case "group": return new ConfigResource(ConfigResource.Type.GROUP, name);
+            default: throw new IllegalArgumentException("not a config resource: " + spec);
+        }
+    }
+
+    private void alterConfigs(Args a) throws Exception {
+        String spec = a.topic();
+        List<AlterConfigOp> ops = new ArrayList<>();
+        for (String kv : a.all("set")) {
+            int eq = kv.indexOf('=');
+            ops.add(new AlterConfigOp(new ConfigEntry(kv.substring(0, eq), kv.substring(eq + 1)),
+                                      AlterConfigOp.OpType.SET));
+        }
+        for (String name : a.all("delete")) {
+            ops.add(new AlterConfigOp(new ConfigEntry(name, null), AlterConfigOp.OpType.DELETE));
+        }
+        admin().incrementalAlterConfigs(Map.of(resource(spec), ops)).all().get();
+        emit("alter-configs", "\"resource\":" + json(spec) + ",\"set\":" + a.all("set").size()
+             + ",\"deleted\":" + a.all("delete").size());
+    }
+
+    private void createPartitions(Args a) throws Exception {
+        String topic = a.topic();
+        int total = a.integer("total", 2);
+        admin().createPartitions(Map.of(topic, NewPartitions.increaseTo(total))).all().get();
+        emit("create-partitions", "\"topic\":" + json(topic) + ",\"partitions\":" + total);
+    }
+
+    private void deleteTopic(Args a) throws Exception {
+        String topic = a.topic();
+        String id = admin().describeTopics(List.of(topic)).allTopicNames().get().get(topic)
+            .topicId().toString();
+        admin().deleteTopics(List.of(topic)).all().get();
+        emit("delete-topic", "\"topic\":" + json(topic) + ",\"topicId\":" + json(id));
+    }
+
+    private void scramUser(Args a) throws Exception {
+        String user = a.topic();
+        ScramMechanism mechanism = ScramMechanism.fromMechanismName(
+            a.get("mechanism", "SCRAM-SHA-256"));
+        int iterations = a.integer("iterations", 4096);
+        admin().alterUserScramCredentials(List.of(new UserScramCredentialUpsertion(
+            user, new ScramCredentialInfo(mechanism, iterations), a.get("password", ""))))
+            .all().get();
+        emit("scram-user", "\"user\":" + json(user) + ",\"mechanism\":"
+             + json(mechanism.mechanismName()) + ",\"iterations\":" + iterations);
+    }
+
+    private void shareConsume(Args a) throws Exception {
+        String topic = a.topic(), group = a.get("group", "segmentlog-share");
+        int count = a.integer("count", 10), rejectEvery = a.integer("reject-every", 0);
+        Properties p = common();
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        p.put(ConsumerConfig.SHARE_ACKNOWLEDGEMENT_MODE_CONFIG, "explicit");
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG,
+              ByteArrayDeserializer.class.getName());
+        int records = 0, rejected = 0;
+        try (KafkaShareConsumer<byte[], byte[]> consumer = new KafkaShareConsumer<>(p)) {
+            consumer.subscribe(List.of(topic));
+            long deadline = System.currentTimeMillis() + 60_000;
+            while (records < count) {
+                if (System.currentTimeMillis() > deadline) {
+                    throw new IllegalStateException("share group " + group + " read " + records
+                                                    + " of " + count + " records of " + topic);
+                }
+                for (ConsumerRecord<byte[], byte[]> r
+                         : consumer.poll(java.time.Duration.ofMillis(200))) {
+                    records++;
+                    boolean reject = rejectEvery > 0 && records % rejectEvery == 0;
+                    if (reject) rejected++;
+                    consumer.acknowledge(r, reject ? AcknowledgeType.REJECT
+                                                   : AcknowledgeType.ACCEPT);
+                }
+                consumer.commitSync();
+            }
+        }
+        emit("share-consume", "\"topic\":" + json(topic) + ",\"group\":" + json(group)
+             + ",\"records\":" + records + ",\"rejected\":" + rejected);
+    }
+
+    private static String configsJson(Config config, boolean dynamicOnly) {
+        StringBuilder b = new StringBuilder("{");
+        List<ConfigEntry> entries = new ArrayList<>(config.entries());
+        entries.sort((x, y) -> x.name().compareTo(y.name()));
+        for (ConfigEntry e : entries) {
+            if (dynamicOnly && !e.source().name().startsWith("DYNAMIC_")) continue;
+            if (b.length() > 1) b.append(',');
+            b.append(json(e.name())).append(":{\"value\":").append(json(e.value()))
+             .append(",\"source\":").append(json(e.source().name()))
+             .append(",\"sensitive\":").append(e.isSensitive())
+             .append(",\"readOnly\":").append(e.isReadOnly()).append('}');
+        }
+        return b.append('}').toString();
+    }
+
+    private static String ints(List<Node> nodes) {
+        StringBuilder b = new StringBuilder("[");
+        for (Node n : nodes) b.append(b.length() > 1 ? "," : "").append(n.id());
+        return b.append(']').toString();
+    }
+
+    private void describeAll() throws Exception {
+        Admin admin = admin();
+        List<String> names = new ArrayList<>(
+            admin.listTopics(new ListTopicsOptions().listInternal(true)).names().get());
+        names.sort(null);
+        Map<String, TopicDescription> topics =
+            admin.describeTopics(names).allTopicNames().get();
+        List<ConfigResource> resources = new ArrayList<>();
+        for (String name : names) {
+            resources.add(new ConfigResource(ConfigResource.Type.TOPIC, name));
+        }
+        List<String> brokers = new ArrayList<>();
+        for (Node n : admin.describeCluster().nodes().get()) brokers.add(Integer.toString(n.id()));
+        resources.add(new ConfigResource(ConfigResource.Type.BROKER, ""));
+        for (String id : brokers) resources.add(new ConfigResource(ConfigResource.Type.BROKER, id));
+        Map<ConfigResource, Config> configs = admin.describeConfigs(resources).all().get();
+        StringBuilder t = new StringBuilder("{");
+        for (String name : names) {
+            TopicDescription d = topics.get(name);
+            StringBuilder parts = new StringBuilder("[");
+            for (TopicPartitionInfo info : d.partitions()) {
+                parts.append(parts.length() > 1 ? "," : "").append("{\"partition\":")
+                     .append(info.partition()).append(",\"leader\":")
+                     .append(info.leader() == null ? -1 : info.leader().id())
+                     .append(",\"replicas\":").append(ints(info.replicas()))
+                     .append(",\"isr\":").append(ints(info.isr())).append('}');
+            }
+            t.append(t.length() > 1 ? "," : "").append(json(name)).append(":{\"topicId\":")
+             .append(json(d.topicId().toString())).append(",\"internal\":")
+             .append(d.isInternal()).append(",\"partitions\":").append(parts)
+             .append("],\"configs\":").append(configsJson(configs.get(
+                 new ConfigResource(ConfigResource.Type.TOPIC, name)), false)).append('}');
+        }
+        StringBuilder perBroker = new StringBuilder("{");
+        for (String id : brokers) {
+            perBroker.append(perBroker.length() > 1 ? "," : "").append(json(id)).append(':')
+                     .append(configsJson(configs.get(
+                         new ConfigResource(ConfigResource.Type.BROKER, id)), true));
+        }
+        StringBuilder users = new StringBuilder("{");
+        Map<String, UserScramCredentialsDescription> scram =
+            admin.describeUserScramCredentials().all().get();
+        List<String> userNames = new ArrayList<>(scram.keySet());
+        userNames.sort(null);
+        for (String user : userNames) {
+            StringBuilder infos = new StringBuilder("[");
+            for (ScramCredentialInfo info : scram.get(user).credentialInfos()) {
+                infos.append(infos.length() > 1 ? "," : "").append("{\"mechanism\":")
+                     .append(json(info.mechanism().mechanismName())).append(",\"iterations\":")
+                     .append(info.iterations()).append('}');
+            }
+            users.append(users.length() > 1 ? "," : "").append(json(user)).append(':')
+                 .append(infos).append(']');
+        }
+        emit("describe-all", "\"clusterId\":" + json(admin.describeCluster().clusterId().get())
+             + ",\"topics\":" + t + "},\"brokerDefault\":"
+             + configsJson(configs.get(new ConfigResource(ConfigResource.Type.BROKER, "")), true)
+             + ",\"brokers\":" + perBroker + "},\"scramUsers\":" + users + "}");
     }
 }

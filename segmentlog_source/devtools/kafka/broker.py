@@ -122,6 +122,7 @@ class KafkaBroker:
             "transaction.state.log.num.partitions": "1",
             "share.coordinator.state.topic.replication.factor": "1",
             "share.coordinator.state.topic.min.isr": "1",
+            "share.coordinator.state.topic.num.partitions": "1",
             "group.initial.rebalance.delay.ms": "0",
             # two cores: few threads, and a 16 MiB cleaner buffer instead of 128 MiB of heap
             "num.network.threads": "1",

@@ -1,8 +1,10 @@
 """The `key_decoded` and `value_decoded` columns of an internal topic's records, as Arrow arrays
-(records.py decodes; this module lays the results out as Spark's types declare them).
+(records.py and format/remote_log_metadata.py decode; this module lays the results out as
+Spark's types declare them).
 
     key_decoded    record_type, version (the key's int16 record type), group, topic,
-                   partition, member_id, transactional_id, json
+                   partition, member_id, transactional_id, topic_id (a share-partition's), json;
+                   null for `__remote_log_metadata`, whose records have no key
     value_decoded  version, and one struct per kind of value (the others null):
                    offset_commit   the committed offset of an offset commit (types 0 and 1)
                    group_metadata  a classic group, its members with their subscribed topics
@@ -10,6 +12,12 @@
                                    when protocol_type is "consumer")
                    transaction     a transactional id's state in __transaction_state
                    metadata        a KRaft cluster metadata record (__cluster_metadata)
+                   share_state     a share-partition's state in __share_group_state: a
+                                   snapshot's whole state or an update's changed batches, each
+                                   batch's offsets, delivery state and count
+                   remote_log_metadata  a __remote_log_metadata record: a remote segment (its
+                                   offsets, epochs, size, state), a later state of it, or a
+                                   partition's delete state; record_type says which
                    json            Kafka's JSON of the value, for every record type
 
 `__cluster_metadata` records have no key: key_decoded holds the record type (record_type, e.g.
@@ -27,12 +35,17 @@ tombstone's value_decoded is null; a row that does not decode gets null for both
 from __future__ import annotations
 
 import pyarrow as pa
-from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, ShortType,
-                               StringType, StructField, StructType, TimestampType)
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, IntegerType, LongType,
+                               ShortType, StringType, StructField, StructType, TimestampType)
 
+from .kafka_json import struct_json
 from .messages import ASSIGNMENT, SUBSCRIPTION, TRANSACTION_STATES
+from .share_messages import DELIVERY_STATES
 from ...format.message_protocol import ZERO_UUID
 from .metadata_records import MetadataRecordError, decode_metadata, redact
+from ...format.remote_log_metadata import (PARTITION_DELETE_STATES, SEGMENT_STATES,
+                                           TOPIC as REMOTE_LOG_METADATA, RemoteLogMetadataError,
+                                           metadata_value, read_metadata_message)
 from .records import InternalRecordError, consumer_protocol, decode_key, decode_value
 
 
@@ -46,7 +59,7 @@ _TOPIC_PARTITIONS = ArrayType(_struct(("topic", StringType()),
 KEY_TYPE = _struct(
     ("record_type", StringType()), ("version", ShortType()), ("group", StringType()),
     ("topic", StringType()), ("partition", IntegerType()), ("member_id", StringType()),
-    ("transactional_id", StringType()), ("json", StringType()))
+    ("transactional_id", StringType()), ("topic_id", StringType()), ("json", StringType()))
 
 OFFSET_COMMIT_TYPE = _struct(
     ("offset", LongType()), ("leader_epoch", IntegerType()), ("metadata", StringType()),
@@ -80,13 +93,33 @@ METADATA_TYPE = _struct(
                        ("name", StringType()), ("value", StringType()))),
     ("redacted", ArrayType(StringType())))
 
+SHARE_STATE_TYPE = _struct(
+    ("snapshot_epoch", IntegerType()), ("state_epoch", IntegerType()),
+    ("leader_epoch", IntegerType()), ("start_offset", LongType()),
+    ("delivery_complete_count", IntegerType()), ("create_timestamp", TimestampType()),
+    ("write_timestamp", TimestampType()),
+    ("state_batches", ArrayType(_struct(
+        ("first_offset", LongType()), ("last_offset", LongType()),
+        ("delivery_state", StringType()), ("delivery_count", ShortType())))))
+
+REMOTE_LOG_METADATA_TYPE = _struct(
+    ("record_type", StringType()), ("topic_id", StringType()), ("topic", StringType()),
+    ("partition", IntegerType()), ("segment_id", StringType()), ("start_offset", LongType()),
+    ("end_offset", LongType()), ("broker_id", IntegerType()),
+    ("max_timestamp", TimestampType()), ("event_timestamp", TimestampType()),
+    ("segment_leader_epochs", ArrayType(_struct(("leader_epoch", IntegerType()),
+                                                ("start_offset", LongType())))),
+    ("segment_size", IntegerType()), ("custom_metadata", BinaryType()),
+    ("state", StringType()), ("txn_index_empty", BooleanType()))
+
 VALUE_TYPE = _struct(
     ("version", ShortType()), ("offset_commit", OFFSET_COMMIT_TYPE),
     ("group_metadata", GROUP_METADATA_TYPE), ("transaction", TRANSACTION_TYPE),
-    ("metadata", METADATA_TYPE), ("json", StringType()))
+    ("metadata", METADATA_TYPE), ("share_state", SHARE_STATE_TYPE),
+    ("remote_log_metadata", REMOTE_LOG_METADATA_TYPE), ("json", StringType()))
 
 _ARROW_ATOMS = {ShortType: pa.int16(), IntegerType: pa.int32(), LongType: pa.int64(),
-                StringType: pa.string(), BinaryType: pa.binary(),
+                StringType: pa.string(), BinaryType: pa.binary(), BooleanType: pa.bool_(),
                 TimestampType: pa.timestamp("us", tz="UTC")}
 
 
@@ -108,8 +141,11 @@ _MAX_MILLIS = (2**63 - 1) // 1000
 
 def decode_internal(topic: str, keys: pa.Array, values: pa.Array
                     ) -> tuple[pa.StructArray, pa.StructArray, list[str | None]]:
-    """key_decoded and value_decoded of each record of `topic` (__consumer_offsets or
-    __transaction_state), and per row the reason it does not decode (None when it does)."""
+    """key_decoded and value_decoded of each record of `topic` (__consumer_offsets,
+    __transaction_state, __share_group_state or __remote_log_metadata), and per row the reason
+    it does not decode (None when it does)."""
+    if topic == REMOTE_LOG_METADATA:
+        return _remote_log_metadata(values)
     key_rows, value_rows, errors = [], [], []
     for key, value in zip(keys.to_pylist(), values.to_pylist()):
         try:
@@ -132,7 +168,8 @@ def _key_row(record) -> dict:
     return {"record_type": record.record_type, "version": record.version,
             "group": f.get("group", f.get("groupId")), "topic": f.get("topic"),
             "partition": f.get("partition"), "member_id": f.get("memberId"),
-            "transactional_id": f.get("transactionalId"), "json": record.json()}
+            "transactional_id": f.get("transactionalId"), "topic_id": f.get("topicId"),
+            "json": record.json()}
 
 
 def _value_row(record_type: str, record) -> dict:
@@ -143,6 +180,8 @@ def _value_row(record_type: str, record) -> dict:
         row["group_metadata"] = _group_metadata(record)
     elif record_type == "transaction_log":
         row["transaction"] = _transaction(record)
+    elif record_type in ("share_snapshot", "share_update"):
+        row["share_state"] = _share_state(record)
     return row
 
 
@@ -255,3 +294,64 @@ def _metadata_row(record) -> dict:
                          "resource_name": f["resourceName"], "name": f["name"],
                          "value": f["value"]}
     return row
+
+
+def _share_state(record) -> dict:
+    f = record.fields
+    snapshot = record.record_type == "share_snapshot"
+
+    def unset(value: int) -> int | None:   # -1: not set (a start offset not being updated)
+        return None if value == -1 else value
+
+    return {"snapshot_epoch": f["snapshotEpoch"],
+            "state_epoch": f["stateEpoch"] if snapshot else None,
+            "leader_epoch": f["leaderEpoch"], "start_offset": unset(f["startOffset"]),
+            "delivery_complete_count": unset(f["deliveryCompleteCount"]),
+            "create_timestamp": _timestamp(f["createTimestamp"]) if snapshot else None,
+            "write_timestamp": _timestamp(f["writeTimestamp"]) if snapshot else None,
+            "state_batches": [{"first_offset": b["firstOffset"], "last_offset": b["lastOffset"],
+                               "delivery_state": DELIVERY_STATES.get(b["deliveryState"],
+                                                                     str(b["deliveryState"])),
+                               "delivery_count": b["deliveryCount"]}
+                              for b in f["stateBatches"]]}
+
+
+_REMOTE_RECORD_TYPES = {0: "segment", 1: "segment_update", 2: "partition_delete",
+                        3: "segment_snapshot"}
+
+
+def _remote_log_metadata(values: pa.Array
+                         ) -> tuple[pa.StructArray, pa.StructArray, list[str | None]]:
+    value_rows, errors = [], []
+    for value in values.to_pylist():
+        try:
+            read = read_metadata_message(value)
+            decoded = metadata_value(read)
+        except RemoteLogMetadataError as err:
+            value_rows.append(None)
+            errors.append(str(err))
+            continue
+        value_rows.append({"version": read.version, "json": struct_json(
+            read.message.struct, read.fields, read.version),
+            "remote_log_metadata": _remote_row(read.api_key, decoded)})
+        errors.append(None)
+    keys = pa.nulls(len(values), KEY_ARROW_TYPE)
+    return keys, pa.array(value_rows, VALUE_ARROW_TYPE), errors
+
+
+def _remote_row(api_key: int, v) -> dict:
+    states = PARTITION_DELETE_STATES if api_key == 2 else SEGMENT_STATES
+    epochs = getattr(v, "segment_leader_epochs", None)
+    return {"record_type": _REMOTE_RECORD_TYPES[api_key],
+            "topic_id": getattr(v, "topic_id", None), "topic": getattr(v, "topic", None),
+            "partition": getattr(v, "partition", None),
+            "segment_id": getattr(v, "segment_id", None),
+            "start_offset": getattr(v, "start_offset", None),
+            "end_offset": getattr(v, "end_offset", None), "broker_id": v.broker_id,
+            "max_timestamp": _timestamp(getattr(v, "max_timestamp", None)),
+            "event_timestamp": _timestamp(v.event_timestamp),
+            "segment_leader_epochs": None if epochs is None else [
+                {"leader_epoch": e, "start_offset": o} for e, o in epochs],
+            "segment_size": getattr(v, "segment_size", None),
+            "custom_metadata": getattr(v, "custom_metadata", None),
+            "state": states[v.state], "txn_index_empty": getattr(v, "txn_index_empty", None)}

@@ -1,6 +1,7 @@
 """The records of `__transaction_state`, the classic consumer protocol's subscription and
 assignment (the bytes a "consumer" group's GroupMetadata members carry), and which coordinator's
-records each internal topic holds.
+records each internal topic holds (`__consumer_offsets`: group_messages.py,
+`__share_group_state`: share_messages.py).
 
     __transaction_state   key: int16 type (0) + TransactionalId
                           value: int16 version (0, or 1 flexible since Kafka 4.0) +
@@ -17,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .group_messages import group_records
+from .share_messages import SHARE_GROUP_STATE, share_records  # noqa: F401 (re-exported)
 from ...format.message_protocol import (BYTES, INT8, INT16, INT32, INT64, STRING, Array, Message,
                                         Struct, field, message)
 
@@ -74,4 +76,5 @@ COORDINATORS: dict[str, dict[int, RecordKind]] = {
     CONSUMER_OFFSETS: _table(group_records()),
     TRANSACTION_STATE: _table({0: ("transaction_log", Struct("TransactionLogKey", (
         field("transactionalId", STRING),)), TRANSACTION_LOG_VALUE)}),
+    SHARE_GROUP_STATE: _table(share_records()),
 }
