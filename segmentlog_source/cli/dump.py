@@ -198,6 +198,22 @@ def dump_files(files: list[str], options: DumpOptions = DumpOptions(), out: Text
     return dumper.problems
 
 
+# The decoder flags, in Kafka's order (given several, the first wins): flag, topic, what it prints
+DECODERS = (
+    ("--offsets-decoder", CONSUMER_OFFSETS, "keys and values as __consumer_offsets records"),
+    ("--transaction-log-decoder", TRANSACTION_STATE,
+     "keys and values as __transaction_state records"),
+    ("--cluster-metadata-decoder", CLUSTER_METADATA,
+     "values as KRaft cluster metadata records (__cluster_metadata logs and .checkpoint "
+     "snapshots). Unlike Kafka's, secrets are redacted: sensitive or unknown ConfigRecord values "
+     "and SCRAM credentials print as \"(redacted)\""),
+    ("--remote-log-metadata-decoder", REMOTE_LOG_METADATA,
+     "values as __remote_log_metadata records"),
+    ("--share-group-state-decoder", SHARE_GROUP_STATE,
+     "keys and values as __share_group_state records"),
+)
+
+
 def add_arguments(parser) -> None:
     parser.set_defaults(dump_parser=parser)
     parser.add_argument("paths", nargs="*", metavar="DIR",
@@ -223,23 +239,9 @@ def add_arguments(parser) -> None:
                         help="with deep iteration, print only keys and values")
     parser.add_argument("--json", action="store_true",
                         help="one JSON object per line instead of Kafka's text (see above)")
-    parser.add_argument("--offsets-decoder", action="store_true",
-                        help="print keys and values as __consumer_offsets records (implies "
-                        "--print-data-log)")
-    parser.add_argument("--transaction-log-decoder", action="store_true",
-                        help="print keys and values as __transaction_state records (implies "
-                        "--print-data-log)")
-    parser.add_argument("--cluster-metadata-decoder", action="store_true",
-                        help="print values as KRaft cluster metadata records (__cluster_metadata "
-                        "logs and .checkpoint snapshots; implies --print-data-log). Unlike "
-                        "Kafka's, secrets are redacted: sensitive or unknown ConfigRecord values "
-                        "and SCRAM credentials print as \"(redacted)\"")
-    parser.add_argument("--remote-log-metadata-decoder", action="store_true",
-                        help="print values as __remote_log_metadata records (implies "
-                        "--print-data-log)")
-    parser.add_argument("--share-group-state-decoder", action="store_true",
-                        help="print keys and values as __share_group_state records (implies "
-                        "--print-data-log)")
+    for flag, _, what in DECODERS:
+        parser.add_argument(flag, action="store_true",
+                            help=f"print {what} (implies --print-data-log)")
 
 
 def run(args) -> int:
@@ -270,12 +272,8 @@ def run(args) -> int:
 
 def decoder_topic(args) -> str | None:
     """The internal topic a decoder flag names; given several, the first in Kafka's order."""
-    for flag, topic in (("offsets_decoder", CONSUMER_OFFSETS),
-                        ("transaction_log_decoder", TRANSACTION_STATE),
-                        ("cluster_metadata_decoder", CLUSTER_METADATA),
-                        ("remote_log_metadata_decoder", REMOTE_LOG_METADATA),
-                        ("share_group_state_decoder", SHARE_GROUP_STATE)):
-        if getattr(args, flag, False):
+    for flag, topic, _ in DECODERS:
+        if getattr(args, flag[2:].replace("-", "_"), False):
             return topic
     return None
 
