@@ -7,10 +7,10 @@ every segment goes, a new empty one keeps the log end offset. Files are renamed 
 before they are removed, and the data directory's checkpoints are brought up to date.
 
 Settings come, each over the one before, from Kafka's defaults (retention.ms 7 days,
-retention.bytes unlimited), the cluster's configs in a Kafka 4.x data directory's metadata log
-(cluster-wide default, this broker's, the topic's own), the topic's `segmentlog config` file;
-`--retention-ms`, `--retention-bytes` and `--config NAME=VALUE` override them for this run. A partition another writer holds is an error
-that names it, and is left untouched.
+retention.bytes unlimited), the cluster's configs in a Kafka 4.x data directory's metadata
+log (cluster-wide default, this broker's, the topic's own), the topic's `segmentlog config`
+file; `--retention-ms`, `--retention-bytes` and `--config NAME=VALUE` override them for this
+run. A partition another writer holds is an error that names it, and is left untouched.
 """
 
 from __future__ import annotations
