@@ -22,7 +22,7 @@ from ...storage.log.topic_configs import TOPIC_CONFIGS
 from .metadata_image import MetadataImage, has_metadata_log, load_image
 
 _HOURS, _MINUTES = 3_600_000, 60_000
-# topic config -> [(broker config, factor to ms or 1)], Kafka's order; only those segmentlog keeps
+# topic config -> [(broker config, factor to ms or 1)], Kafka's table and order
 BROKER_SYNONYMS: dict[str, list[tuple[str, int]]] = {
     "segment.bytes": [("log.segment.bytes", 1)],
     "segment.ms": [("log.roll.ms", 1), ("log.roll.hours", _HOURS)],
@@ -38,8 +38,18 @@ BROKER_SYNONYMS: dict[str, list[tuple[str, int]]] = {
     "file.delete.delay.ms": [("log.segment.delete.delay.ms", 1)],
     "min.cleanable.dirty.ratio": [("log.cleaner.min.cleanable.ratio", 1)],
     "cleanup.policy": [("log.cleanup.policy", 1)],
+    "flush.messages": [("log.flush.interval.messages", 1)],
+    "flush.ms": [("log.flush.interval.ms", 1), ("log.flush.scheduler.interval.ms", 1)],
+    "max.message.bytes": [("message.max.bytes", 1)],
+    **{name: [(name, 1)] for name in (
+        "unclean.leader.election.enable", "min.insync.replicas", "compression.type",
+        "compression.gzip.level", "compression.lz4.level", "compression.zstd.level")},
+    **{name: [("log." + name, 1)] for name in (
+        "preallocate", "message.timestamp.type", "message.timestamp.before.max.ms",
+        "message.timestamp.after.max.ms", "local.retention.ms", "local.retention.bytes",
+        "remote.copy.lag.ms", "remote.copy.lag.bytes")},
 }
-assert set(BROKER_SYNONYMS) == set(TOPIC_CONFIGS)
+assert set(TOPIC_CONFIGS) <= set(BROKER_SYNONYMS)
 META_PROPERTIES = "meta.properties"
 
 
@@ -52,25 +62,28 @@ def _scaled(text: str, factor: int) -> str:
         return text      # refused later, naming the config and where it came from
 
 
-def topic_configs_of(image: MetadataImage, topic: str, broker: str | None = None
-                     ) -> dict[str, tuple[str, str]]:
-    """{topic config: (value, source)} for `topic`, those segmentlog keeps: the broker synonyms
-    of the cluster default (source "cluster default (log.retention.ms)") and of `broker`'s own
-    configs ("broker 1 (log.retention.ms)"), then the topic's ("topic (metadata)")."""
-    names: dict[str, tuple[str, str]] = {
+def topic_configs_of(image: MetadataImage, topic: str, broker: str | None = None,
+                     names=TOPIC_CONFIGS) -> dict[str, tuple[str, str]]:
+    """{topic config: (value, source)} for `topic`, those in `names` (default: those segmentlog
+    keeps; None: all): the broker synonyms of the cluster default (source "cluster default
+    (log.retention.ms)") and of `broker`'s own configs ("broker 1 (log.retention.ms)"), then
+    the topic's ("topic (metadata)")."""
+    brokers: dict[str, tuple[str, str]] = {
         name: (value, "cluster default") for name, value in image.broker_configs("").items()}
     if broker is not None:
-        names.update((name, (value, f"broker {broker}"))
-                     for name, value in image.broker_configs(broker).items())
+        brokers.update((name, (value, f"broker {broker}"))
+                       for name, value in image.broker_configs(broker).items())
     found: dict[str, tuple[str, str]] = {}
     for config, synonyms in BROKER_SYNONYMS.items():
+        if names is not None and config not in names:
+            continue
         for broker_name, factor in synonyms:
-            if broker_name in names:
-                value, level = names[broker_name]
+            if broker_name in brokers:
+                value, level = brokers[broker_name]
                 found[config] = (_scaled(value, factor), f"{level} ({broker_name})")
                 break
     for name, value in image.topic_configs(topic).items():
-        if name in TOPIC_CONFIGS:
+        if names is None or name in names:
             found[name] = (value, "topic (metadata)")
     return found
 
