@@ -85,7 +85,8 @@ def render_text(state: ClusterState, sections=SECTIONS) -> str:
                 continue
             factors = sorted({len(p["replicas"]) for p in parts})
             offline = sum(p["leader"] < 0 for p in parts)
-            under = sum(len(p["isr"]) < len(p["replicas"]) for p in parts)
+            under = sum(p["leader"] >= 0 and len(p["isr"]) < len(p["replicas"])
+                        for p in parts)
             notes = [f"{offline} offline" if offline else "",
                      f"{under} under-replicated" if under else ""]
             rows.append([t["topic"], t["topic_id"], len(parts),
