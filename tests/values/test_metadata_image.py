@@ -283,3 +283,20 @@ def test_without_a_metadata_log_configs_are_as_before(tmp_path):
     manager = LogManager(str(tmp_path), metadata_configs=metadata_topic_configs)
     assert manager.config(manager.partitions()[0]).retention_ms == 7 * 24 * 3_600_000
     json.dumps(manager.cluster_configs(str(tmp_path), "t"))
+
+
+def test_the_command_at_an_offset_or_a_time(tmp_path, capsys):
+    write_metadata(tmp_path, [topic("a", 1), partition(1, 0, replicas=(1, 2)),
+                              change(1, 0, isr=[1]), topic("b", 2)])
+    assert main(["cluster", str(tmp_path / META), "--at-offset", "2", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [t["topic"] for t in doc["topics"]] == ["a"] and doc["last_offset"] == 2
+    assert main(["cluster", str(tmp_path), "--at-time", "2023-11-14T22:13:20.001Z",
+                 "--section", "topics"]) == 0
+    out = capsys.readouterr().out
+    assert "through offset 1" in out and "configs (" not in out
+    assert "1 under-replicated" not in out     # the ISR change is at offset 2
+    assert main(["cluster", str(tmp_path), "--section", "topics"]) == 0
+    assert "1 under-replicated" in capsys.readouterr().out
+    assert main(["cluster", str(tmp_path), "--at-time", "2023-11-14T22:13:20"]) == 2
+    assert "--at-time" in capsys.readouterr().err
