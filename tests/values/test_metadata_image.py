@@ -300,3 +300,23 @@ def test_the_command_at_an_offset_or_a_time(tmp_path, capsys):
     assert "1 under-replicated" in capsys.readouterr().out
     assert main(["cluster", str(tmp_path), "--at-time", "2023-11-14T22:13:20"]) == 2
     assert "--at-time" in capsys.readouterr().err
+
+
+@pytest.mark.spark
+def test_the_dataframes_and_their_errors(tmp_path, spark):
+    import segmentlog_source
+
+    write_metadata(tmp_path / "ok", [topic("t", 1), partition(1, 0, replicas=(1, 2)),
+                                     config(4, "1", "ssl.keystore.password", SECRET)])
+    frames = segmentlog_source.cluster(spark, str(tmp_path / "ok"))
+    (row,) = frames.topics.collect()
+    assert (row.topic, row.topic_id, row.deleted) == ("t", tid(1), False)
+    assert [p.asDict() for p in row.partitions] == [
+        {"partition": 0, "replicas": [1, 2], "isr": [1, 2], "leader": 1, "leader_epoch": 0}]
+    assert [tuple(r) for r in frames.configs.collect()] == [
+        ("broker", "1", "ssl.keystore.password", "(redacted)")]
+    assert frames.brokers.count() == 0 and frames.directories.count() == 0
+    part = write_metadata(tmp_path / "bad", [topic("t", 1), b"\x01\x02"], per_batch=1)
+    with pytest.raises(CorruptDataError) as err:
+        segmentlog_source.cluster(spark, str(tmp_path / "bad"))
+    assert "offset 1" in str(err.value) and str(part / f"{0:020d}.log") in str(err.value)
