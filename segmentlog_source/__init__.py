@@ -31,6 +31,14 @@ def retain(spark, path, **kwargs):
     return _retain(spark, path, **kwargs)
 
 
+def cluster(spark, path, **kwargs):
+    """The cluster as it stood, from a data directory's KRaft metadata log: DataFrames `topics`,
+    `configs`, `brokers` and `directories` (spark.cluster_frames)."""
+    from .spark.cluster_frames import cluster as _cluster
+
+    return _cluster(spark, path, **kwargs)
+
+
 def explain(path, where: str | None = None, **options):
     """What a read of `path` (a path or a list, as given to load()) with these reader options
     would read, planned as spark.read.format("segmentlog") plans it, before reading a record:

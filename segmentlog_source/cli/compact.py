@@ -17,6 +17,7 @@ error (set cleanup.policy=compact with `segmentlog config` or --config).
 from __future__ import annotations
 
 from ..storage.log.log_manager import LogManager
+from ..values.kafka_internal.cluster_configs import metadata_topic_configs
 from ..storage.log.offset_map import DEFAULT_DEDUPE_BUFFER_BYTES
 from .tables import render_table
 from .topic_config import add_override_arguments, overrides_of
@@ -40,6 +41,7 @@ def run(args) -> int:
                                     "min.compaction.lag.ms": args.min_compaction_lag_ms})
     manager = LogManager(args.path, topics=args.topics, overrides=overrides,
                          lock_timeout_ms=args.lock_timeout_ms,
+                         metadata_configs=metadata_topic_configs,
                          dedupe_buffer_bytes=args.dedupe_buffer_bytes)
     rows = []
     for part in manager.partitions():

@@ -1,5 +1,5 @@
-"""The `segmentlog` command: dump, verify, reindex, generate, stats, explain, retain, compact and
-config, one module each.
+"""The `segmentlog` command: dump, verify, reindex, generate, stats, explain, retain, compact,
+config and cluster, one module each.
 
 Every path may be a local path or a URI of an object store or HDFS (s3://, s3a://, gs://,
 abfs://, hdfs://, file://), served by storage.io.filesystem_for; `--fs-option NAME=VALUE`
@@ -21,7 +21,8 @@ import logging
 import sys
 import traceback
 
-from ..cli import compact, dump, explain, generate, reindex, retain, stats, topic_config, verify
+from ..cli import (cluster, compact, dump, explain, generate, reindex, retain, stats,
+                   topic_config, verify)
 from ..errors import BadOptionError, CorruptDataError, FileChangedError, SegmentLogError
 from ..plan.store_options import PREFIX, parse_store_options
 from ..storage.io.store_config import StoreConfig
@@ -29,7 +30,7 @@ from ..storage.log_files import INDEX_SUFFIXES
 
 COMMANDS = {"dump": dump, "verify": verify, "reindex": reindex, "generate": generate,
             "stats": stats, "explain": explain, "retain": retain, "compact": compact,
-            "config": topic_config}
+            "config": topic_config, "cluster": cluster}
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL_ERROR = 70   # sysexits' EX_SOFTWARE: a bug, not the input
 FS_OPTION_HELP = ("an object-store option for URI paths, e.g. "

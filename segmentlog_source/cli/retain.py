@@ -6,15 +6,17 @@ segments beyond retention.bytes and those whose newest record is older than rete
 every segment goes, a new empty one keeps the log end offset. Files are renamed `.deleted`
 before they are removed, and the data directory's checkpoints are brought up to date.
 
-Settings come from the topic's configs (`segmentlog config`), Kafka's defaults otherwise
-(retention.ms 7 days, retention.bytes unlimited); `--retention-ms`, `--retention-bytes` and
-`--config NAME=VALUE` override them for this run. A partition another writer holds is an error
-that names it, and is left untouched.
+Settings come, each over the one before, from Kafka's defaults (retention.ms 7 days,
+retention.bytes unlimited), the cluster's configs in a Kafka 4.x data directory's metadata
+log (cluster-wide default, this broker's, the topic's own), the topic's `segmentlog config`
+file; `--retention-ms`, `--retention-bytes` and `--config NAME=VALUE` override them for this
+run. A partition another writer holds is an error that names it, and is left untouched.
 """
 
 from __future__ import annotations
 
 from ..storage.log.log_manager import LogManager
+from ..values.kafka_internal.cluster_configs import metadata_topic_configs
 from .tables import render_table
 from .topic_config import add_override_arguments, overrides_of
 
@@ -33,7 +35,8 @@ def run(args) -> int:
     overrides = overrides_of(args, {"retention.ms": args.retention_ms,
                                     "retention.bytes": args.retention_bytes})
     manager = LogManager(args.path, topics=args.topics, overrides=overrides,
-                         lock_timeout_ms=args.lock_timeout_ms)
+                         lock_timeout_ms=args.lock_timeout_ms,
+                         metadata_configs=metadata_topic_configs)
     rows = []
     for part in manager.partitions():
         result = manager.retain_partition(part)

@@ -4,7 +4,10 @@ segmentlog keeps Kafka's topic configs (cleanup.policy, retention.ms, retention.
 delete.retention.ms, min.compaction.lag.ms, segment.bytes, ...) per topic in
 `<DIR>/_segmentlog/topic-configs/<topic>.properties`, so the sink, `retain` and `compact` agree
 from run to run. `--set NAME=VALUE` and `--delete NAME` change the file (each value checked
-first); without them the command prints the topic's effective configs and where each comes from.
+first); without them the command prints the topic's effective configs and where each comes from:
+Kafka's default, the cluster's metadata log of a Kafka 4.x data directory ("cluster default
+(log.retention.ms)", "broker 1 (...)", "topic (metadata)"), or the file. The file wins over the
+cluster's configs; options of `retain` and `compact` win over both.
 
 `retain` and `compact` take `--config NAME=VALUE` for one run; the file is left as it is.
 """
@@ -14,8 +17,10 @@ from __future__ import annotations
 from ..errors import BadOptionError
 from ..storage.io.filesystem import filesystem_for
 from ..storage.log.log_manager import DEFAULT_LOCK_TIMEOUT_MS
-from ..storage.log.topic_configs import (TOPIC_CONFIGS, read_topic_config, topic_config_path,
+from ..storage.log.topic_configs import (TOPIC_CONFIGS, config_sources,
+                                         read_topic_config, topic_config_path,
                                          topic_log_config, write_topic_config)
+from ..values.kafka_internal.cluster_configs import metadata_topic_configs
 from .tables import render_table
 
 HELP = "show or change a topic's configs (cleanup.policy, retention.ms, ...) in a data directory"
@@ -77,12 +82,12 @@ def run(args) -> int:
         updated = {k: v for k, v in {**stored, **changes}.items() if k not in args.delete}
         write_topic_config(path, args.topic, updated, fs)
         stored = updated
-    config = topic_log_config(path, args.topic, fs=fs)
+    cluster = (metadata_topic_configs(fs, path) or {}).get(args.topic, {})
+    config = topic_log_config(path, args.topic, fs=fs, cluster=cluster)
+    sources = config_sources(path, args.topic, fs=fs, cluster=cluster)
     rows = []
     for name, (field, _) in TOPIC_CONFIGS.items():
-        value = getattr(config, field)
-        source = "file" if name in stored else "default"
-        rows.append([name, str(value), source])
+        rows.append([name, str(getattr(config, field)), sources[name]])
     print(f"{args.topic}: {topic_config_path(path, args.topic, fs)}")
     print(render_table(["config", "value", "from"], rows), end="")
     return 0

@@ -29,6 +29,7 @@ from .. import errors
 from ..storage.log.log_directory import PartitionDir
 from ..storage.log.log_manager import LogManager
 from ..storage.log.offset_map import DEFAULT_DEDUPE_BUFFER_BYTES
+from ..values.kafka_internal.cluster_configs import metadata_topic_configs
 
 COMPACTION_SCHEMA = ("topic string, partition int, passes int, first_dirty long, "
                      "cleaned_to long, records_read long, records_kept long, bytes_read long, "
@@ -60,7 +61,8 @@ def retain(spark, path: str, *, topics: Iterable[str] | None = None,
 def _manager(path: str, settings) -> LogManager:
     topics, configs, dedupe_buffer_bytes = settings
     return LogManager(path, topics=topics, overrides=configs,
-                      dedupe_buffer_bytes=dedupe_buffer_bytes)
+                      dedupe_buffer_bytes=dedupe_buffer_bytes,
+                      metadata_configs=metadata_topic_configs)
 
 
 def _run(spark, path: str, settings, task, schema: str) -> list[tuple]:

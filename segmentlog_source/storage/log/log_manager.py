@@ -12,7 +12,9 @@ date under the directory's `.lock`, as a broker keeps them:
   base offset, else no entry (the broker's rule: the first segment says it);
 - cleaner-offset-checkpoint: the first dirty offset after a cleaning.
 
-Configs: topic_configs.py (the topic's file) with `overrides` (Kafka's config names) on top.
+Configs: topic_configs.py: Kafka's defaults, the cluster's configs from its metadata log when a
+`metadata_configs` function is given and the data directory has one, the topic's file, then
+`overrides` (Kafka's config names) on top.
 Topics Kafka and its ecosystem create compacted (`__consumer_offsets`, `_schemas`, ...)
 default to cleanup.policy=compact.
 """
@@ -36,7 +38,7 @@ from .log_directory import PartitionDir, find_partitions
 from .log_retention import RetentionResult, apply_retention
 from .offset_map import DEFAULT_DEDUPE_BUFFER_BYTES, OffsetMap
 from .partition_log import PartitionLog
-from .topic_configs import topic_log_config
+from .topic_configs import MetadataConfigs, topic_log_config
 
 DATA_DIR_LOCK = ".lock"        # the broker's own data-directory lock (and the committer's)
 DEFAULT_LOCK_TIMEOUT_MS = 60_000
@@ -61,7 +63,8 @@ class LogManager:
                  overrides: Mapping[str, str] | None = None,
                  clock_ms: Callable[[], int] | None = None,
                  dedupe_buffer_bytes: int = DEFAULT_DEDUPE_BUFFER_BYTES,
-                 lock_timeout_ms: int = DEFAULT_LOCK_TIMEOUT_MS):
+                 lock_timeout_ms: int = DEFAULT_LOCK_TIMEOUT_MS,
+                 metadata_configs: MetadataConfigs | None = None):
         if fs is None:
             fs, path = filesystem_for(path)
         fs.ensure_writable(path)
@@ -73,6 +76,8 @@ class LogManager:
             raise BadOptionError("dedupe_buffer_bytes", dedupe_buffer_bytes, "must be >= 1024")
         self.dedupe_buffer_bytes = dedupe_buffer_bytes
         self.lock_timeout_ms = lock_timeout_ms
+        self.metadata_configs = metadata_configs
+        self._cluster: dict[str, object] = {}    # data dir -> its metadata's topic configs
 
     def partitions(self) -> list[PartitionDir]:
         found = find_partitions(self.path, self.fs)
@@ -84,10 +89,20 @@ class LogManager:
             found = [p for p in found if p.topic in self.topics]
         return found
 
+    def cluster_configs(self, data_dir: str, topic: str) -> dict[str, tuple[str, str]]:
+        """{name: (value, source)} of the topic's configs in the cluster's metadata ({} with no
+        metadata log), read once per data directory."""
+        if self.metadata_configs is None:
+            return {}
+        if data_dir not in self._cluster:
+            self._cluster[data_dir] = self.metadata_configs(self.fs, data_dir) or {}
+        return dict(self._cluster[data_dir].get(topic, {}))
+
     def config(self, part: PartitionDir) -> LogConfig:
         base = LogConfig(cleanup_policy="compact") if compacted_by_default(part.topic) else None
-        return topic_log_config(self.fs.dirname(part.path), part.topic, self.overrides, base,
-                                self.fs)
+        data_dir = self.fs.dirname(part.path)
+        return topic_log_config(data_dir, part.topic, self.overrides, base, self.fs,
+                                self.cluster_configs(data_dir, part.topic))
 
     # -- retention --------------------------------------------------------------------------
     def retain(self) -> list[RetentionResult]:

@@ -12,13 +12,21 @@ segmentlog keeps them beside the logs, one Java properties file per topic::
 Only the names in TOPIC_CONFIGS are allowed; anything missing takes Kafka's default. Options
 (writer options, CLI flags) override the file for one call and do not change it. A bad value is
 a BadOptionError naming the config and the file it came from.
+
+On a Kafka 4.x data directory the cluster's own configs come first: a `MetadataConfigs`
+function (values/kafka_internal/cluster_configs.py replays them from the KRaft metadata log;
+storage cannot read it) gives each topic's configs with where each came from. The layers, each
+over the one before:
+
+    Kafka's defaults < the cluster's configs (cluster-wide default < this broker < the topic's
+    own, from the metadata log) < the topic's file < options
 """
 
 from __future__ import annotations
 
 from dataclasses import fields, replace
 import re
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Optional
 
 from ...errors import BadOptionError
 from ..io.local import LOCAL
@@ -73,6 +81,12 @@ TOPIC_CONFIGS: dict[str, tuple[str, Callable[[str, str], object]]] = {
 }
 _NAME_OF_FIELD = {field: name for name, (field, _) in TOPIC_CONFIGS.items()}
 assert set(_NAME_OF_FIELD) <= {f.name for f in fields(LogConfig)}
+
+
+# (fs, data dir) -> {topic: {config name: (value, where it came from)}}, or None when the data
+# directory has no metadata log
+MetadataConfigs = Callable[[object, str], Optional[Mapping[str, Mapping[str, tuple[str, str]]]]]
+DEFAULT_SOURCE, FILE_SOURCE, OPTIONS_SOURCE = "default", "file", "options"
 
 
 def topic_config_path(data_dir: str, topic: str, fs=LOCAL) -> str:
@@ -138,9 +152,41 @@ def log_config_of(values: Mapping[str, str], base: LogConfig | None = None,
             from None
 
 
+def config_layers(data_dir: str, topic: str, overrides: Mapping[str, str] | None = None,
+                  fs=LOCAL, cluster: Mapping[str, tuple[str, str]] | None = None
+                  ) -> list[tuple[str, dict[str, str]]]:
+    """(source, {name: value}) for each layer over Kafka's defaults, lowest first: the
+    cluster's configs (each value's own source), the topic's file, the options."""
+    layers: list[tuple[str, dict[str, str]]] = []
+    for name, (value, source) in (cluster or {}).items():
+        if name in TOPIC_CONFIGS:
+            layers.append((source, {name: value}))
+    layers.append((topic_config_path(data_dir, topic, fs), read_topic_config(data_dir, topic,
+                                                                              fs)))
+    layers.append((OPTIONS_SOURCE, dict(overrides or {})))
+    return layers
+
+
 def topic_log_config(data_dir: str, topic: str, overrides: Mapping[str, str] | None = None,
-                     base: LogConfig | None = None, fs=LOCAL) -> LogConfig:
-    """The topic's LogConfig: Kafka's defaults (or `base`), its file, then `overrides`."""
-    stored = read_topic_config(data_dir, topic, fs)
-    config = log_config_of(stored, base, source=topic_config_path(data_dir, topic, fs))
-    return log_config_of(overrides or {}, config, source="options") if overrides else config
+                     base: LogConfig | None = None, fs=LOCAL,
+                     cluster: Mapping[str, tuple[str, str]] | None = None) -> LogConfig:
+    """The topic's LogConfig: Kafka's defaults (or `base`), the cluster's configs (`cluster`:
+    {name: (value, source)} from its metadata), its file, then `overrides`."""
+    config = base
+    for source, values in config_layers(data_dir, topic, overrides, fs, cluster):
+        if values or config is None:
+            config = log_config_of(values, config, source=source)
+    return config
+
+
+def config_sources(data_dir: str, topic: str, overrides: Mapping[str, str] | None = None,
+                   fs=LOCAL, cluster: Mapping[str, tuple[str, str]] | None = None
+                   ) -> dict[str, str]:
+    """Where each of TOPIC_CONFIGS comes from: DEFAULT_SOURCE, the cluster's source text,
+    FILE_SOURCE or OPTIONS_SOURCE."""
+    found = dict.fromkeys(TOPIC_CONFIGS, DEFAULT_SOURCE)
+    file_path = topic_config_path(data_dir, topic, fs)
+    for source, values in config_layers(data_dir, topic, overrides, fs, cluster):
+        for name in values:
+            found[name] = FILE_SOURCE if source == file_path else source
+    return found
