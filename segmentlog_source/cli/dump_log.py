@@ -26,7 +26,7 @@ from ..storage.log.entry_scan import EntryScan
 from ..format.remote_log_metadata import TOPIC as REMOTE_LOG_METADATA
 from ..storage.log.kraft_snapshot import BOOTSTRAP_NAME, SNAPSHOT_NAME, read_kraft_snapshot
 from ..values.kafka_internal.metadata_messages import CLUSTER_METADATA
-from ..values.kafka_internal.metadata_records import REDACTED, dump_payload, holds_secret
+from ..values.kafka_internal.metadata_records import REDACTED, dump_payload, hides_raw
 from ..values.kafka_internal.records import dump_texts
 from ..values.kafka_internal.remote_metadata import dump_text as remote_metadata_text
 from .dump_context import Dumper
@@ -61,7 +61,7 @@ def dump_log(d: Dumper, fs, path: str, shown: str) -> None:
         d.line(f"Log starting offset: {base}")
         d.obj("file", path=shown, type="log", baseOffset=base)
     opts = d.options
-    metadata = _is_metadata_file(fs, shown)
+    metadata = _is_metadata_file(fs, path)
     scan = _KafkaShallowScan(fs, path)
     previous_offset = -1
     for header, entry in scan:
@@ -215,10 +215,15 @@ def _legacy_inner_checks(h: BatchHeader, entry, valid: bool) -> list[tuple[int, 
     return [(m.crc, m.crc_is_valid(inner[m.position:m.end])) for m in iter_headers(inner)]
 
 
-def _is_metadata_file(fs, shown: str) -> bool:
-    """A file of KRaft's metadata: a snapshot, or a segment of a __cluster_metadata partition."""
-    parent = fs.basename(fs.dirname(shown)) if "/" in shown else ""
-    return shown.endswith(".checkpoint") or parent.startswith(CLUSTER_METADATA + "-")
+def _is_metadata_file(fs, path: str) -> bool:
+    """A file of KRaft's metadata: a snapshot, or a segment of a __cluster_metadata partition.
+    A local file's directory is the one it resolves to (a bare file name given in the
+    partition directory, `./`, `..` or a link to it name the same directory)."""
+    if path.endswith(".checkpoint"):
+        return True
+    if "://" not in path:
+        path = os.path.realpath(path)
+    return fs.basename(fs.dirname(path)).startswith(CLUSTER_METADATA + "-")
 
 
 def _record(d: Dumper, h: BatchHeader, record, legacy_check: tuple[int, bool] | None,
@@ -253,8 +258,8 @@ def _record(d: Dumper, h: BatchHeader, record, legacy_check: tuple[int, bool] | 
             # Kafka's default StringDecoder: UTF-8, malformed input replaced (as Java does).
             key = None if record.key is None else java_utf8(record.key)
             value = None if record.value is None else java_utf8(record.value)
-            if metadata and holds_secret(record.value):
-                value = REDACTED     # the raw bytes of a record with a secret: not shown
+            if metadata and hides_raw(record.value):
+                value = REDACTED     # a record with a secret, or undecodable: bytes not shown
         fields["key"], fields["payload"] = key, value
         if key is not None:
             text += f"{prefix}key: {key}"
