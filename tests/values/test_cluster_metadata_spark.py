@@ -110,3 +110,25 @@ def test_failfast_names_the_offset_and_dropmalformed_drops(spark, metadata_parti
         read_segmentlog(spark, part, valueFormat="kafka-internal", mode="FAILFAST").collect()
     kept = read_segmentlog(spark, part, valueFormat="kafka-internal", mode="DROPMALFORMED")
     assert kept.count() == sum(1 for e in expected if e is not None)
+
+
+def test_no_write_reaches_the_metadata_log(spark, metadata_partition, tmp_path):
+    """A write to topic __cluster_metadata (the option, or a row's topic column) is refused
+    before anything is written: in a data directory holding `__cluster_metadata-0` it would
+    have appended to the broker's metadata log (it used to)."""
+    part, _ = metadata_partition
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    copy = data_dir / part.name
+    copy.mkdir()
+    for f in part.iterdir():
+        (copy / f.name).write_bytes(f.read_bytes())
+    before = {f.name: f.read_bytes() for f in copy.iterdir()}
+    rows = spark.createDataFrame([("__cluster_metadata", b"v")], "topic string, value binary")
+    with pytest.raises(Exception, match="KRaft's metadata log"):
+        rows.select("value").write.format("segmentlog").mode("append").option(
+            "topic", "__cluster_metadata").save(str(data_dir))
+    with pytest.raises(Exception, match="KRaft's metadata log"):
+        rows.write.format("segmentlog").mode("append").save(str(data_dir))
+    assert {f.name: f.read_bytes() for f in copy.iterdir()} == before
+    assert sorted(p.name for p in data_dir.iterdir()) == [part.name]
