@@ -21,11 +21,13 @@ from ..format.control import (ABORT, COMMIT, CONTROL_TYPE_NAMES, KRAFT_VERSION, 
                               LEADER_CHANGE, SNAPSHOT_FOOTER, SNAPSHOT_HEADER,
                               parse_control_key, parse_end_txn_marker)
 from ..format.java_text import java_utf8
+from ..format.message_protocol import ReadFailure, read_message
 from ..format.record_decoder import decode_batch
 from ..storage.log.entry_scan import EntryScan
 from ..format.remote_log_metadata import TOPIC as REMOTE_LOG_METADATA
 from ..storage.log.kraft_snapshot import BOOTSTRAP_NAME, SNAPSHOT_NAME, read_kraft_snapshot
-from ..values.kafka_internal.metadata_messages import CLUSTER_METADATA
+from ..values.kafka_internal.kafka_json import struct_json
+from ..values.kafka_internal.metadata_messages import CLUSTER_METADATA, VOTERS_RECORD
 from ..values.kafka_internal.metadata_records import REDACTED, dump_payload, hides_raw
 from ..values.kafka_internal.records import dump_texts
 from ..values.kafka_internal.remote_metadata import dump_text as remote_metadata_text
@@ -296,6 +298,10 @@ def _control(record, fields: dict) -> str:
         change = _leader_change(record.value)
         fields["control"] = change
         return f" LeaderChange: {_jackson(change)}"   # Kafka 4.4 prints this one with a colon
+    if type_id == KRAFT_VOTERS and record.value is not None:
+        text = _voters_json(record.value)
+        fields["control"] = json.loads(text)
+        return f" KRaftVoters {text}"
     kraft = _kraft_json(type_id, record.value)
     if kraft is not None:
         fields["control"] = kraft
@@ -310,7 +316,7 @@ def _kraft_json(type_id: int, value) -> dict | None:
     """The JSON Kafka's generated converters print for the small KRaft control records.
 
     Values are the records' version-0 fields (tagged fields follow and are ignored). KRaft
-    voters records (a nested array) are printed as `controlType: KRAFT_VOTERS(6)` instead.
+    voters records are _voters_json's.
     """
     if type_id == KRAFT_VOTERS or value is None:
         return None
@@ -326,6 +332,18 @@ def _kraft_json(type_id: int, value) -> dict | None:
     elif type_id == KRAFT_VERSION:
         out["kRaftVersion"] = _INT16.unpack_from(value, 2)[0]
     return out
+
+
+def _voters_json(value) -> str:
+    """A KRAFT_VOTERS control record's value as DumpLogSegments 4.4 prints it: read at version
+    0 as Kafka reads it (bytes after it ignored), printed with its own `version` field."""
+    data = bytes(value)
+    try:
+        fields = read_message(VOTERS_RECORD.struct, data, 0, 0, True, False)
+    except ReadFailure as failure:
+        raise CorruptDataError(f"KRAFT_VOTERS control record value: {failure.where()}: "
+                               f"{failure.reason}") from None
+    return struct_json(VOTERS_RECORD.struct, fields, max(fields["version"], 0))
 
 
 def _leader_change(value) -> dict:

@@ -2,8 +2,11 @@
 or a controller's `bootstrap.checkpoint`) read whole and checked: record batches whose offsets
 run from 0 without a gap, a control batch holding one SnapshotHeader record first, one holding a
 SnapshotFooter last, data batches (the metadata records) between, every batch's CRC valid and no
-byte after the footer. Kafka's snapshot reader refuses a snapshot that breaks these rules, and so
-does this one: a CorruptDataError naming the file, the byte and the offset.
+byte after the footer. A snapshot of a quorum whose kraft.version is 1 or more (every controller
+formatted with --standalone or --initial-controllers) also holds KRaftVersion and KRaftVoters
+control records after its header, in the header's batch. Kafka's snapshot reader checks the
+header and the CRCs; its writer keeps the other rules, so a file that breaks one is damaged:
+a CorruptDataError naming the file, the byte and the offset.
 
 Bytes only: the records' values are decoded by values/kafka_internal/metadata_records.py.
 """
@@ -14,8 +17,8 @@ import re
 from dataclasses import dataclass
 
 from ...errors import CorruptDataError
-from ...format.control import (CONTROL_TYPE_NAMES, SNAPSHOT_FOOTER, SNAPSHOT_HEADER,
-                               parse_control_key)
+from ...format.control import (CONTROL_TYPE_NAMES, KRAFT_VERSION, KRAFT_VOTERS, SNAPSHOT_FOOTER,
+                               SNAPSHOT_HEADER, parse_control_key)
 from ...format.record_decoder import decode_batch
 from .entry_scan import EntryScan
 
@@ -87,6 +90,8 @@ def read_kraft_snapshot(fs, path: str) -> KraftSnapshot:
                     header_seen = True
                 elif kind == SNAPSHOT_FOOTER and header_seen:
                     footer_at = record.offset
+                elif kind in (KRAFT_VERSION, KRAFT_VOTERS) and header_seen:
+                    pass    # the quorum's kraft.version and voters (kraft.version 1+)
                 else:
                     due = "data or the SnapshotFooter" if header_seen else "the SnapshotHeader"
                     raise fail(f"a {CONTROL_TYPE_NAMES[kind]} control record where {due} "
