@@ -132,3 +132,19 @@ def test_no_write_reaches_the_metadata_log(spark, metadata_partition, tmp_path):
         rows.write.format("segmentlog").mode("append").save(str(data_dir))
     assert {f.name: f.read_bytes() for f in copy.iterdir()} == before
     assert sorted(p.name for p in data_dir.iterdir()) == [part.name]
+
+
+def test_views_without_values_read_the_metadata_log(spark, metadata_partition):
+    """view=batches, view=segments and includePayload=false show no value, so they read the
+    metadata log as they read any partition (all three used to be refused, the views with
+    any valueFormat), and hold no secret."""
+    part, values = metadata_partition
+    batches = read_segmentlog(spark, part, view="batches").collect()
+    assert sum(b.recordCount for b in batches) == len(values)
+    assert_no_secret(repr(batches))
+    segments = read_segmentlog(spark, part, view="segments").collect()
+    assert [(s.topic, s.partition) for s in segments] == [("__cluster_metadata", 0)]
+    assert_no_secret(repr(segments))
+    bare = read_segmentlog(spark, part, includePayload="false")
+    assert "value" not in bare.columns and bare.count() == len(values)
+    assert_no_secret(repr(bare.collect()))
