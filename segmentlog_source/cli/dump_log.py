@@ -102,7 +102,7 @@ def _check_kraft_snapshot(d: Dumper, fs, path: str) -> None:
     refuses one without its header first and footer last, a bad CRC or an offset gap: said on
     stderr, naming the file, byte and offset."""
     try:
-        read_kraft_snapshot(fs, path)
+        read_kraft_snapshot(fs, path, keep_records=False)
     except CorruptDataError as err:
         d.err.write(f"{err}\n")   # <file> at byte <n>: KRaft snapshot: ... (offset <o>)
 

@@ -53,7 +53,9 @@ def snapshot_id(name: str) -> tuple[int | None, int | None]:
     return int(match[1]), int(match[2])
 
 
-def read_kraft_snapshot(fs, path: str) -> KraftSnapshot:
+def read_kraft_snapshot(fs, path: str, *, keep_records: bool = True) -> KraftSnapshot:
+    """The snapshot at `path`, checked; `keep_records=False` checks it in bounded memory and
+    returns no records (the dump's check of a snapshot it has printed)."""
     end_offset, epoch = snapshot_id(fs.basename(path))
     scan = EntryScan(fs, path, allow_torn_tail=True)
     records: list[SnapshotRecord] = []
@@ -101,7 +103,7 @@ def read_kraft_snapshot(fs, path: str) -> KraftSnapshot:
                            "be one)", pos, record.offset)
             elif footer_at is not None:
                 raise fail("a record after the SnapshotFooter", pos, record.offset)
-            else:
+            elif keep_records:
                 value = None if record.value is None else bytes(record.value)
                 records.append(SnapshotRecord(record.offset, record.timestamp, value, pos))
     if scan.torn_tail is not None:
