@@ -6,6 +6,7 @@ DumpLogSegments prints for them and says what is wrong on stderr."""
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import struct
@@ -177,7 +178,7 @@ def test_a_changed_byte_is_refused_or_changes_nothing_read(tmp_path, data):
         assert [(o, r.json()) for o, r in records] == expected
 
 
-def kafka_formatted_snapshot(tmp_path: Path) -> Path:
+def kafka_formatted_snapshot(tmp_path: Path, *extra: str) -> Path:
     """The snapshot Kafka 4.4's StorageTool writes when it formats a controller with
     --standalone (a dynamic quorum, kraft.version 1): header, KRaftVersion and KRaftVoters
     control records in one batch, the bootstrap feature levels, footer."""
@@ -190,7 +191,7 @@ def kafka_formatted_snapshot(tmp_path: Path) -> Path:
     result = subprocess.run(
         [jvm.java(), "-Xmx256m", *jvm.SHORT_LIVED_FLAGS, "-cp", jars.classpath("kafka"),
          "kafka.tools.StorageTool", "format", "-t", "AAAAAAAAAAAAAAAAAAAAAQ", "--standalone",
-         "-c", str(props)], capture_output=True, text=True, timeout=300)
+         "-c", str(props), *extra], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     [snapshot] = (data / "__cluster_metadata-0").glob("*.checkpoint")
     return snapshot
@@ -261,3 +262,29 @@ def test_the_dump_checks_a_snapshot_in_bounded_memory(tmp_path):
     assert err.getvalue() == "" and out.getvalue().count("baseOffset: ") == 62
     assert peak < size // 4, (peak, size)
     assert read_kraft_snapshot(*filesystem_for(str(path)), keep_records=False).records == []
+
+
+def test_kafkas_own_scram_credentials_never_show(tmp_path):
+    """`format --add-scram` puts a UserScramCredentialRecord in the snapshot Kafka 4.4 writes:
+    DumpLogSegments prints its salt and keys; no dump of segmentlog (decoder, raw, --json)
+    shows any of them."""
+    path = kafka_formatted_snapshot(
+        tmp_path, "--add-scram", "SCRAM-SHA-256=[name=alice,password=alice-secret]")
+    kafka_out, _ = kafka_dump([path], ("--deep-iteration", "--cluster-metadata-decoder"))
+    line = next(x for x in kafka_out.decode().splitlines() if "USER_SCRAM" in x)
+    data = json.loads(line.split("payload: ", 1)[1])["data"]
+    secrets = [data[k] for k in ("salt", "storedKey", "serverKey")]
+    assert all(len(x) > 20 for x in secrets)
+    for options in (DumpOptions(decoder=CLUSTER_METADATA), DumpOptions(print_data_log=True),
+                    DumpOptions(decoder=CLUSTER_METADATA, json=True),
+                    DumpOptions(print_data_log=True, json=True)):
+        out, err = io.StringIO(), io.StringIO()
+        dump_files([str(path)], options, out, err)
+        assert err.getvalue() == "" and "(redacted)" in out.getvalue()
+        for secret in secrets:
+            assert secret not in out.getvalue()
+            assert base64.b64decode(secret).decode("latin-1") not in out.getvalue()
+    _, records = read(path)
+    scram = [r for _, r in records if r.record_type == "USER_SCRAM_CREDENTIAL_RECORD"]
+    assert [r.fields["name"] for r in scram] == ["alice"]
+    assert scram[0].redacted == ("salt", "storedKey", "serverKey")
