@@ -168,8 +168,9 @@ def hides_raw(value) -> bool:
     """Whether a metadata record's raw value (bytes) must not be shown: unless it decodes, as
     Kafka reads it, to a record without a secret. A value that does not decode (bytes after a
     ConfigRecord, a cut tagged field, a version or record type this reader does not know) may
-    still carry a password in bytes no decoder reaches, so it is hidden too (the safe side)."""
-    if value is None:
+    still carry a password in bytes no decoder reaches, so it is hidden too (the safe side);
+    an empty one has nothing to hide."""
+    if not value:
         return False
     try:
         return bool(sensitive_fields(decode_metadata(value, strict=False)))
