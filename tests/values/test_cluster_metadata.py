@@ -465,7 +465,8 @@ def test_shown_configs_are_kafkas_non_password_names(tmp_path):
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.one_of(st.none(), st.binary(max_size=40),
-                          st.sampled_from(ms.mutations(200, seed=5) + ms.secret_records())),
+                          st.sampled_from(ms.mutations(200, seed=5) + ms.secret_records()
+                                          + ms.undecodable_secrets())),
                 max_size=30))
 def test_columns_of_any_values_align_and_hide_secrets(values):
     import pyarrow as pa
