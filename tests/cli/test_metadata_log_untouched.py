@@ -53,3 +53,20 @@ def test_no_command_changes_or_prints_the_metadata_log(data_dir, args, where):
     if where == "partition" or args[0] == "generate" or "--topic" in args:
         assert result.returncode != 0
         assert "__cluster_metadata" in result.stderr
+
+
+@pytest.mark.parametrize("content", ["snapshot only", "empty"])
+def test_nothing_is_written_inside_a_metadata_partition_directory(tmp_path, content):
+    """A freshly formatted controller's `__cluster_metadata-0` holds only its bootstrap
+    snapshot (or nothing yet): taken as a data directory, it used to get an `events-0`
+    partition written inside it."""
+    part = tmp_path / "__cluster_metadata-0"
+    part.mkdir()
+    if content == "snapshot only":
+        (part / "00000000000000000000-0000000000.checkpoint").write_bytes(b"\0" * 12)
+    before = _tree(part)
+    for path, cwd in ((part, None), (".", part)):
+        result = run_cli("generate", path, "--topics", "events", "--records", "5", cwd=cwd)
+        assert result.returncode != 0
+        assert "it is KRaft's metadata log directory" in result.stderr
+    assert _tree(part) == before and sorted(p.name for p in part.iterdir()) == sorted(before)

@@ -130,6 +130,9 @@ def test_no_write_reaches_the_metadata_log(spark, metadata_partition, tmp_path):
             "topic", "__cluster_metadata").save(str(data_dir))
     with pytest.raises(Exception, match="KRaft's metadata log"):
         rows.write.format("segmentlog").mode("append").save(str(data_dir))
+    with pytest.raises(Exception, match="it is KRaft's metadata log directory"):
+        rows.select("value").write.format("segmentlog").mode("append").option(
+            "topic", "events").save(str(copy))
     assert {f.name: f.read_bytes() for f in copy.iterdir()} == before
     assert sorted(p.name for p in data_dir.iterdir()) == [part.name]
 
