@@ -12,7 +12,9 @@ first); without them the command prints the topic's effective configs and where 
 from __future__ import annotations
 
 from ..errors import BadOptionError
+from ..plan.write_options import check_topic_name
 from ..storage.io.filesystem import filesystem_for
+from ..storage.log.data_dir import check_writable
 from ..storage.log.log_manager import DEFAULT_LOCK_TIMEOUT_MS
 from ..storage.log.topic_configs import (TOPIC_CONFIGS, read_topic_config, topic_config_path,
                                          topic_log_config, write_topic_config)
@@ -73,7 +75,9 @@ def run(args) -> int:
         raise BadOptionError("--delete", unknown[0], f"not a topic config (known: "
                              f"{', '.join(TOPIC_CONFIGS)})")
     if changes or args.delete:
+        check_topic_name(args.topic, "--topic")     # never __cluster_metadata
         fs.ensure_writable(path)
+        check_writable(path, fs)    # a data directory: not a partition's, nor the metadata log's
         updated = {k: v for k, v in {**stored, **changes}.items() if k not in args.delete}
         write_topic_config(path, args.topic, updated, fs)
         stored = updated

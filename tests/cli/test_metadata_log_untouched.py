@@ -70,3 +70,18 @@ def test_nothing_is_written_inside_a_metadata_partition_directory(tmp_path, cont
         assert result.returncode != 0
         assert "it is KRaft's metadata log directory" in result.stderr
     assert _tree(part) == before and sorted(p.name for p in part.iterdir()) == sorted(before)
+
+
+def test_config_writes_nothing_for_or_inside_the_metadata_log(data_dir):
+    """`config --set` used to write `_segmentlog/topic-configs/<topic>.properties` inside a
+    `__cluster_metadata-0` given as DIR, and a config for topic __cluster_metadata."""
+    part = data_dir / "__cluster_metadata-0"
+    before, data_before = _tree(part), _tree(data_dir)
+    inside = run_cli("config", "--topic", "events", "--set", "retention.ms=5", part)
+    assert inside.returncode != 0 and "KRaft's metadata log directory" in inside.stderr
+    named = run_cli("config", "--topic", "__cluster_metadata", "--set", "retention.ms=5",
+                    data_dir)
+    assert named.returncode != 0 and "KRaft's metadata log" in named.stderr
+    assert _tree(part) == before and _tree(data_dir) == data_before
+    shown = run_cli("config", "--topic", "events", data_dir)   # reading stays allowed
+    assert shown.returncode == 0 and "retention.ms" in shown.stdout
