@@ -45,7 +45,8 @@ skipping. ..." for a record it cannot read), with one deliberate difference: sec
 redacted. A ConfigRecord value whose name Kafka's config schema marks a password or does not
 know, and a SCRAM credential's salt, storedKey and serverKey, print as "(redacted)" where Kafka
 prints them (text and --json); --print-data-log without the decoder prints the payload of such
-a record, in a __cluster_metadata-* directory or a .checkpoint file, as (redacted). A
+a record, in a __cluster_metadata-* directory or a .checkpoint file, as (redacted), and that of
+a record there that does not decode (its bytes may hold a password no decoder reaches). A
 `.checkpoint` snapshot without its SnapshotHeader first and SnapshotFooter last, with a bad CRC
 or an offset gap, is printed as Kafka prints it and named on stderr with its byte and offset.
 

@@ -21,12 +21,14 @@ from ..format.control import (ABORT, COMMIT, CONTROL_TYPE_NAMES, KRAFT_VERSION, 
                               LEADER_CHANGE, SNAPSHOT_FOOTER, SNAPSHOT_HEADER,
                               parse_control_key, parse_end_txn_marker)
 from ..format.java_text import java_utf8
+from ..format.message_protocol import ReadFailure, read_message
 from ..format.record_decoder import decode_batch
 from ..storage.log.entry_scan import EntryScan
 from ..format.remote_log_metadata import TOPIC as REMOTE_LOG_METADATA
 from ..storage.log.kraft_snapshot import BOOTSTRAP_NAME, SNAPSHOT_NAME, read_kraft_snapshot
-from ..values.kafka_internal.metadata_messages import CLUSTER_METADATA
-from ..values.kafka_internal.metadata_records import REDACTED, dump_payload, holds_secret
+from ..values.kafka_internal.kafka_json import struct_json
+from ..values.kafka_internal.metadata_messages import CLUSTER_METADATA, VOTERS_RECORD
+from ..values.kafka_internal.metadata_records import REDACTED, dump_payload, hides_raw
 from ..values.kafka_internal.records import dump_texts
 from ..values.kafka_internal.remote_metadata import dump_text as remote_metadata_text
 from .dump_context import Dumper
@@ -61,7 +63,7 @@ def dump_log(d: Dumper, fs, path: str, shown: str) -> None:
         d.line(f"Log starting offset: {base}")
         d.obj("file", path=shown, type="log", baseOffset=base)
     opts = d.options
-    metadata = _is_metadata_file(fs, shown)
+    metadata = _is_metadata_file(fs, path)
     scan = _KafkaShallowScan(fs, path)
     previous_offset = -1
     for header, entry in scan:
@@ -100,7 +102,7 @@ def _check_kraft_snapshot(d: Dumper, fs, path: str) -> None:
     refuses one without its header first and footer last, a bad CRC or an offset gap: said on
     stderr, naming the file, byte and offset."""
     try:
-        read_kraft_snapshot(fs, path)
+        read_kraft_snapshot(fs, path, keep_records=False)
     except CorruptDataError as err:
         d.err.write(f"{err}\n")   # <file> at byte <n>: KRaft snapshot: ... (offset <o>)
 
@@ -215,10 +217,15 @@ def _legacy_inner_checks(h: BatchHeader, entry, valid: bool) -> list[tuple[int, 
     return [(m.crc, m.crc_is_valid(inner[m.position:m.end])) for m in iter_headers(inner)]
 
 
-def _is_metadata_file(fs, shown: str) -> bool:
-    """A file of KRaft's metadata: a snapshot, or a segment of a __cluster_metadata partition."""
-    parent = fs.basename(fs.dirname(shown)) if "/" in shown else ""
-    return shown.endswith(".checkpoint") or parent.startswith(CLUSTER_METADATA + "-")
+def _is_metadata_file(fs, path: str) -> bool:
+    """A file of KRaft's metadata: a snapshot, or a segment of a __cluster_metadata partition.
+    A local file's directory is the one it resolves to (a bare file name given in the
+    partition directory, `./`, `..` or a link to it name the same directory)."""
+    if path.endswith(".checkpoint"):
+        return True
+    if "://" not in path:
+        path = os.path.realpath(path)
+    return fs.basename(fs.dirname(path)).startswith(CLUSTER_METADATA + "-")
 
 
 def _record(d: Dumper, h: BatchHeader, record, legacy_check: tuple[int, bool] | None,
@@ -253,8 +260,8 @@ def _record(d: Dumper, h: BatchHeader, record, legacy_check: tuple[int, bool] | 
             # Kafka's default StringDecoder: UTF-8, malformed input replaced (as Java does).
             key = None if record.key is None else java_utf8(record.key)
             value = None if record.value is None else java_utf8(record.value)
-            if metadata and holds_secret(record.value):
-                value = REDACTED     # the raw bytes of a record with a secret: not shown
+            if metadata and hides_raw(record.value):
+                value = REDACTED     # a record with a secret, or undecodable: bytes not shown
         fields["key"], fields["payload"] = key, value
         if key is not None:
             text += f"{prefix}key: {key}"
@@ -291,6 +298,10 @@ def _control(record, fields: dict) -> str:
         change = _leader_change(record.value)
         fields["control"] = change
         return f" LeaderChange: {_jackson(change)}"   # Kafka 4.4 prints this one with a colon
+    if type_id == KRAFT_VOTERS and record.value is not None:
+        text = _voters_json(record.value)
+        fields["control"] = json.loads(text)
+        return f" KRaftVoters {text}"
     kraft = _kraft_json(type_id, record.value)
     if kraft is not None:
         fields["control"] = kraft
@@ -305,7 +316,7 @@ def _kraft_json(type_id: int, value) -> dict | None:
     """The JSON Kafka's generated converters print for the small KRaft control records.
 
     Values are the records' version-0 fields (tagged fields follow and are ignored). KRaft
-    voters records (a nested array) are printed as `controlType: KRAFT_VOTERS(6)` instead.
+    voters records are _voters_json's.
     """
     if type_id == KRAFT_VOTERS or value is None:
         return None
@@ -321,6 +332,18 @@ def _kraft_json(type_id: int, value) -> dict | None:
     elif type_id == KRAFT_VERSION:
         out["kRaftVersion"] = _INT16.unpack_from(value, 2)[0]
     return out
+
+
+def _voters_json(value) -> str:
+    """A KRAFT_VOTERS control record's value as DumpLogSegments 4.4 prints it: read at version
+    0 as Kafka reads it (bytes after it ignored), printed with its own `version` field."""
+    data = bytes(value)
+    try:
+        fields = read_message(VOTERS_RECORD.struct, data, 0, 0, True, False)
+    except ReadFailure as failure:
+        raise CorruptDataError(f"KRAFT_VOTERS control record value: {failure.where()}: "
+                               f"{failure.reason}") from None
+    return struct_json(VOTERS_RECORD.struct, fields, max(fields["version"], 0))
 
 
 def _leader_change(value) -> dict:

@@ -29,6 +29,7 @@ import sys
 
 from ..errors import BadOptionError
 from ..plan.options import parse_read_options
+from ..plan.partition_sources import reads_metadata_log
 from ..plan.predicates import RowFilter, fold
 from ..plan.read_plan import ReadPlan, plan_read
 from ..storage.log.log_directory import find_partitions
@@ -103,7 +104,8 @@ def explain(paths: list[str], pairs: list[str], where: str | None = None) -> Exp
     pushdown_bytes = None
     if clause and not opts.pushdown:
         pushdown_bytes = plan_read(opts, row_filter).nbytes
-    log_bytes = sum(s.size for p in find_partitions(list(opts.paths), config=opts.store)
+    log_bytes = sum(s.size for p in find_partitions(list(opts.paths), config=opts.store,
+                                                    metadata_log=reads_metadata_log(opts))
                     for s in PartitionLog.open(p.path, p.fs, topic=p.topic,
                                                partition=p.partition).segments)
     return Explanation(plan, log_bytes, opts.pushdown, clause, pushdown_bytes)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 import hashlib
-import re
 import uuid
 
 import numpy as np
@@ -30,7 +29,7 @@ from ..format.arrow import binary_array
 from ..format.batch import CODEC_IDS
 from ..format.control import ABORT, COMMIT, end_txn_marker
 from ..format.partitioner import partitions_for_keys
-from ..plan.write_options import MAX_PARTITIONS
+from ..plan.write_options import MAX_PARTITIONS, check_topic_name
 from ..format.record_encoder import encode_batch, encode_batches
 from ..format.records import BinaryColumn, HeaderColumns, Record, RecordColumns
 from ..storage.io.filesystem import filesystem_for
@@ -45,7 +44,6 @@ BLOCK_BYTES = 16 * 1024 * 1024               # record bytes generated per step (
 CORPUS_BYTES = 1024 * 1024
 LEADER_EPOCH = 0
 TXN_PRODUCER_IDS = (1000, 1001)
-TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 _WORDS = ("kafka log segment offset index batch record broker topic partition leader replica "
           "consumer producer stream event order payment user session click value key time "
           "alpha beta gamma delta epsilon zeta theta lambda sigma omega").split()
@@ -79,8 +77,7 @@ class GenerateOptions:
 
     def check(self) -> None:
         for topic in self.topics:
-            if not TOPIC_NAME.match(topic) or topic in (".", ".."):
-                raise BadOptionError("topics", topic, "a topic name is 1-249 of [a-zA-Z0-9._-]")
+            check_topic_name(topic, "topics")
         if len(set(self.topics)) != len(self.topics) or not self.topics:
             raise BadOptionError("topics", ",".join(self.topics), "give distinct topic names")
         if self.codec not in CODEC_IDS:

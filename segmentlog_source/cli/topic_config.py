@@ -15,7 +15,9 @@ cluster's configs; options of `retain` and `compact` win over both.
 from __future__ import annotations
 
 from ..errors import BadOptionError
+from ..plan.write_options import check_topic_name
 from ..storage.io.filesystem import filesystem_for
+from ..storage.log.data_dir import check_writable
 from ..storage.log.log_manager import DEFAULT_LOCK_TIMEOUT_MS
 from ..storage.log.topic_configs import (TOPIC_CONFIGS, config_sources,
                                          read_topic_config, topic_config_path,
@@ -78,7 +80,9 @@ def run(args) -> int:
         raise BadOptionError("--delete", unknown[0], f"not a topic config (known: "
                              f"{', '.join(TOPIC_CONFIGS)})")
     if changes or args.delete:
+        check_topic_name(args.topic, "--topic")     # never __cluster_metadata
         fs.ensure_writable(path)
+        check_writable(path, fs)    # a data directory: not a partition's, nor the metadata log's
         updated = {k: v for k, v in {**stored, **changes}.items() if k not in args.delete}
         write_topic_config(path, args.topic, updated, fs)
         stored = updated

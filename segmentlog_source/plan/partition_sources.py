@@ -95,9 +95,11 @@ def _local(opts: ReadOptions, *, allow_empty: bool):
 
 def reads_metadata_log(opts: ReadOptions) -> bool:
     """Whether a read may take KRaft's `__cluster_metadata` partition (given itself): only
-    decoded, since its raw values may hold secrets, which valueFormat=kafka-internal redacts. A
-    path naming it in a read that would not decode it is refused."""
-    if opts.decoding.value.format == KAFKA_INTERNAL:
+    decoded, since its raw values may hold secrets, which valueFormat=kafka-internal redacts,
+    or without values at all (view=batches or segments, includePayload=false). A path naming
+    it in a read that would show raw values is refused."""
+    if opts.decoding.value.format == KAFKA_INTERNAL or opts.view != "records" \
+            or not opts.include_payload:
         return True
     for path in opts.paths:
         if path.rstrip("/").rsplit("/", 1)[-1].startswith(METADATA_TOPIC + "-"):

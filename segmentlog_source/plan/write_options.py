@@ -20,6 +20,7 @@ from ..format.batch import CODEC_IDS, CODEC_NAMES, DEFAULT_MAX_BATCH_BYTES, INT3
 from ..format.codecs import COMPRESSION_LEVELS
 from ..storage.io.store_config import DEFAULT_CONFIG, StoreConfig
 from ..storage.log.log_config import LogConfig
+from ..storage.log.log_directory import METADATA_TOPIC
 from ..storage.log.topic_configs import log_config_of
 from .option_names import Screened, screen
 from .option_values import choice_option, int_option
@@ -138,11 +139,16 @@ def _parse(screened: Screened) -> WriteOptions:
 
 
 def check_topic_name(topic: str, what: str = "topic") -> None:
-    """Kafka's rules for a topic name; it becomes a directory name, so they matter here too."""
+    """Kafka's rules for a topic name; it becomes a directory name, so they matter here too.
+    KRaft's `__cluster_metadata` is refused: records written there would land in a broker's
+    metadata log (its `__cluster_metadata-0` directory) if the data directory holds one."""
     if not topic or topic in (".", "..") or len(topic) > MAX_TOPIC_LENGTH \
             or not _TOPIC_CHARS.fullmatch(topic):
         raise BadOptionError(what, topic, f"not a legal Kafka topic name (1-{MAX_TOPIC_LENGTH} "
                                           "of a-z A-Z 0-9 . _ -, not '.' or '..')")
+    if topic == METADATA_TOPIC:
+        raise BadOptionError(what, topic, "KRaft's metadata log, which only Kafka's controllers "
+                                          "write; segmentlog never writes to it")
 
 
 def _compression(opts: dict) -> str:

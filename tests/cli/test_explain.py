@@ -196,3 +196,19 @@ def test_planning_without_index_files_reads_each_byte_at_most_once(options):
     assert plan["logBytes"] == log_bytes
     assert 0 < plan["plannerBytesRead"] <= log_bytes    # 170,554 bytes in 109 requests before
     assert plan["ranges"]
+
+
+def test_the_metadata_log_is_explained_as_spark_reads_it(tmp_path, capsys):
+    """A `__cluster_metadata-0` directory: explained with valueFormat=kafka-internal, the
+    only read Spark allows of it (it used to fail, "no Kafka partition directories"), and
+    refused without it, as the read is."""
+    from tests.values import metadata_samples as ms
+    from tests.values.test_cluster_metadata import write_log
+
+    part = tmp_path / "__cluster_metadata-0"
+    log = write_log(part / "00000000000000000000.log", ms.secret_records())
+    out = explain_json(capsys, part, "--option", "valueFormat=kafka-internal")
+    assert [(r["topic"], r["start"], r["end"]) for r in out["ranges"]] == [
+        ("__cluster_metadata", 0, log.stat().st_size)]
+    assert main(["explain", str(part)]) == 2
+    assert "read only with valueFormat=kafka-internal" in capsys.readouterr().err

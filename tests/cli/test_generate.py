@@ -145,7 +145,8 @@ def test_progress_bar_on_request(tmp_path, capsys):
     (["--partitions", "2000000"], "segmentlog: option --partitions=2000000: must be between"),
     (["--value-size", str(2**40)], "segmentlog: option --value-size=1099511627776: must be"),
     (["--records-per-batch", "0"], "segmentlog: option --records-per-batch=0: must be between"),
-    (["--topics", "no spaces"], "segmentlog: option --topics='no spaces': a topic name is"),
+    (["--topics", "no spaces"],
+     "segmentlog: option --topics='no spaces': not a legal Kafka topic name"),
     (["--topics", "a,a"], "segmentlog: option --topics='a,a': give distinct topic names"),
     (["--segment-bytes", "10"], "segmentlog: option --segment-bytes=10: must be between"),
 ])
@@ -167,3 +168,16 @@ def test_appends_to_an_existing_data_dir_and_refuses_other_dirs(tmp_path):
     result = run_cli("generate", tmp_path / "home")
     assert result.returncode == 2 and "is not a Kafka data directory" in result.stderr
     assert sorted(p.name for p in (tmp_path / "home").iterdir()) == ["notes.txt"]
+
+
+def test_generate_never_writes_the_metadata_log(tmp_path):
+    """`generate --topics __cluster_metadata` is refused: into a data directory holding a
+    broker's `__cluster_metadata-0` it used to append records, indexes and snapshots."""
+    part = tmp_path / "__cluster_metadata-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(b"")
+    result = run_cli("generate", tmp_path, "--topics", "events,__cluster_metadata")
+    assert result.returncode != 0
+    assert "--topics='__cluster_metadata': KRaft's metadata log" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [part.name]
+    assert [p.name for p in part.iterdir()] == ["00000000000000000000.log"]

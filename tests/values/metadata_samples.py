@@ -117,6 +117,20 @@ def hostile() -> list[bytes | None]:
     return out
 
 
+def undecodable_secrets() -> list[bytes]:
+    """Records carrying SECRET that do not decode: bytes after a sensitive ConfigRecord or a
+    SCRAM credential, a later version with a field this reader does not know, an unknown
+    record type, a tagged section cut short. No dump may show their raw bytes either."""
+    jaas = encode(4, 0, fields_of(4, resourceType=4, resourceName="", name="sasl.jaas.config",
+                                  value=f"x required password=\"{SECRET}\";"))
+    scram = encode(11, 0, fields_of(11, name="alice", mechanism=1, salt=SECRET.encode(),
+                                    storedKey=SECRET.encode(), serverKey=SECRET.encode(),
+                                    iterations=4096))
+    return [jaas + b"\x00", scram + b"\x07", frame(4, 1, jaas[3:] + b"\x02"),
+            frame(11, 1, scram[3:] + b"\x02\x00"), frame(30, 0, jaas[3:]),
+            jaas[:-1] + b"\x01\x00\x09"]
+
+
 def mutations(count: int, seed: int = 23) -> list[bytes]:
     """Records of every type with random damage: a byte changed, inserted or deleted, a varint
     byte set to 0xff, a tail cut, or two records spliced."""

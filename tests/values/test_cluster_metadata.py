@@ -23,7 +23,7 @@ from segmentlog_source.format.records import Record
 from segmentlog_source.values.kafka_internal.metadata_messages import (CLUSTER_METADATA,
                                                                        METADATA_RECORD_TYPES)
 from segmentlog_source.values.kafka_internal.metadata_records import (
-    REDACTED, MetadataRecordError, decode_metadata, dump_payload, holds_secret, redact)
+    REDACTED, MetadataRecordError, decode_metadata, dump_payload, hides_raw, redact)
 from tests.cli.test_dump_vs_kafka import kafka_dump
 from tests.conftest import shared_fixture
 from tests.values import metadata_samples as ms
@@ -229,7 +229,7 @@ def test_print_data_log_of_a_metadata_file_hides_records_with_secrets(tmp_path):
     a secret is printed "(redacted)" whole, in text and JSON; the other records as Kafka does."""
     values = ms.secret_records() + [v for *_, v in ms.every_type(per_version=1)]
     log = write_log(tmp_path / "__cluster_metadata-0" / "00000000000000000000.log", values)
-    holding = sum(1 for v in values if holds_secret(v))
+    holding = sum(1 for v in values if hides_raw(v))
     assert holding >= len(ms.SENSITIVE_CONFIGS) + 2
     kafka_out, _ = kafka_dump([log], ("--print-data-log",))
     for json_lines in (False, True):
@@ -244,6 +244,66 @@ def test_print_data_log_of_a_metadata_file_hides_records_with_secrets(tmp_path):
     out, err = io.StringIO(), io.StringIO()
     dump_files([str(other)], DumpOptions(print_data_log=True), out, err)
     assert ms.SECRET in out.getvalue()
+
+
+def test_print_data_log_hides_metadata_records_that_do_not_decode(tmp_path):
+    """A record that does not decode (trailing bytes, a version or type this reader lacks, a
+    cut tagged section) may still hold a password in its bytes: --print-data-log prints it
+    "(redacted)" too (it used to print such records raw); the decoder prints Kafka's "Error
+    at" line, which shows no bytes. Every other line is DumpLogSegments' own."""
+    bad = ms.undecodable_secrets()
+    values = bad + [v for *_, v in ms.every_type(per_version=1)][:20] + [b"", None]
+    log = write_log(tmp_path / "__cluster_metadata-0" / "00000000000000000000.log", values)
+    hidden = sum(1 for v in values if hides_raw(v))    # drawn ConfigRecords of unknown names
+    assert all(hides_raw(v) for v in bad) and hidden > len(bad)
+    kafka_out, _ = kafka_dump([log], ("--print-data-log",))
+    assert ms.SECRET.encode() in kafka_out
+    for json_lines in (False, True):
+        out, err = io.StringIO(), io.StringIO()
+        dump_files([str(log)], DumpOptions(print_data_log=True, json=json_lines), out, err)
+        assert_no_secret(out.getvalue())
+        assert out.getvalue().count(REDACTED) == hidden
+        if not json_lines:
+            assert assert_same_but_secrets(kafka_out, out.getvalue().encode()) == hidden
+    decoded = our_dump([log])
+    assert_no_secret(decoded)
+    assert decoded.count(b"Error at ") == len(bad) + 2     # and the empty and null values
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(index=st.integers(0, len(ms.SENSITIVE_CONFIGS)), tail=st.binary(min_size=1, max_size=6),
+       version=st.integers(0, 3))
+def test_no_damaged_secret_record_is_printed_raw(tmp_path_factory, index, tail, version):
+    """Any sensitive ConfigRecord or SCRAM credential, at any version, with any bytes after
+    it: printed by --print-data-log only as "(redacted)"."""
+    record = ms.secret_records()[index] if index < len(ms.SENSITIVE_CONFIGS) \
+        else ms.secret_records()[len(ms.SENSITIVE_CONFIGS) + 1]
+    value = record[:2] + ms.uvarint(version) + record[3:] + tail
+    log = write_log(tmp_path_factory.mktemp("m") / "__cluster_metadata-0"
+                    / "00000000000000000000.log", [value])
+    out, err = io.StringIO(), io.StringIO()
+    dump_files([str(log)], DumpOptions(print_data_log=True), out, err)
+    assert_no_secret(out.getvalue())
+    assert out.getvalue().count(REDACTED) == 1
+
+
+def test_a_metadata_file_is_known_however_its_path_is_written(tmp_path, monkeypatch):
+    """A bare file name given inside the partition directory, a path through `..` or through a
+    link to the directory names a metadata file too (a bare name used to be taken as an
+    ordinary topic's and printed raw)."""
+    part = tmp_path / "__cluster_metadata-0"
+    write_log(part / "00000000000000000000.log", ms.secret_records())
+    (tmp_path / "link").symlink_to(part, target_is_directory=True)
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(part)
+    for given in ("00000000000000000000.log", "./00000000000000000000.log",
+                  "../sub/../__cluster_metadata-0/00000000000000000000.log",
+                  str(tmp_path / "link" / "00000000000000000000.log")):
+        out, err = io.StringIO(), io.StringIO()
+        dump_files([given], DumpOptions(print_data_log=True), out, err)
+        assert_no_secret(out.getvalue())
+        assert out.getvalue().count(REDACTED) == len(ms.SENSITIVE_CONFIGS) + 2, given
 
 
 # -- against DumpLogSegments -----------------------------------------------------------------
@@ -405,7 +465,8 @@ def test_shown_configs_are_kafkas_non_password_names(tmp_path):
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.one_of(st.none(), st.binary(max_size=40),
-                          st.sampled_from(ms.mutations(200, seed=5) + ms.secret_records())),
+                          st.sampled_from(ms.mutations(200, seed=5) + ms.secret_records()
+                                          + ms.undecodable_secrets())),
                 max_size=30))
 def test_columns_of_any_values_align_and_hide_secrets(values):
     import pyarrow as pa

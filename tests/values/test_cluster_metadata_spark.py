@@ -110,3 +110,44 @@ def test_failfast_names_the_offset_and_dropmalformed_drops(spark, metadata_parti
         read_segmentlog(spark, part, valueFormat="kafka-internal", mode="FAILFAST").collect()
     kept = read_segmentlog(spark, part, valueFormat="kafka-internal", mode="DROPMALFORMED")
     assert kept.count() == sum(1 for e in expected if e is not None)
+
+
+def test_no_write_reaches_the_metadata_log(spark, metadata_partition, tmp_path):
+    """A write to topic __cluster_metadata (the option, or a row's topic column) is refused
+    before anything is written: in a data directory holding `__cluster_metadata-0` it would
+    have appended to the broker's metadata log (it used to)."""
+    part, _ = metadata_partition
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    copy = data_dir / part.name
+    copy.mkdir()
+    for f in part.iterdir():
+        (copy / f.name).write_bytes(f.read_bytes())
+    before = {f.name: f.read_bytes() for f in copy.iterdir()}
+    rows = spark.createDataFrame([("__cluster_metadata", b"v")], "topic string, value binary")
+    with pytest.raises(Exception, match="KRaft's metadata log"):
+        rows.select("value").write.format("segmentlog").mode("append").option(
+            "topic", "__cluster_metadata").save(str(data_dir))
+    with pytest.raises(Exception, match="KRaft's metadata log"):
+        rows.write.format("segmentlog").mode("append").save(str(data_dir))
+    with pytest.raises(Exception, match="it is KRaft's metadata log directory"):
+        rows.select("value").write.format("segmentlog").mode("append").option(
+            "topic", "events").save(str(copy))
+    assert {f.name: f.read_bytes() for f in copy.iterdir()} == before
+    assert sorted(p.name for p in data_dir.iterdir()) == [part.name]
+
+
+def test_views_without_values_read_the_metadata_log(spark, metadata_partition):
+    """view=batches, view=segments and includePayload=false show no value, so they read the
+    metadata log as they read any partition (all three used to be refused, the views with
+    any valueFormat), and hold no secret."""
+    part, values = metadata_partition
+    batches = read_segmentlog(spark, part, view="batches").collect()
+    assert sum(b.recordCount for b in batches) == len(values)
+    assert_no_secret(repr(batches))
+    segments = read_segmentlog(spark, part, view="segments").collect()
+    assert [(s.topic, s.partition) for s in segments] == [("__cluster_metadata", 0)]
+    assert_no_secret(repr(segments))
+    bare = read_segmentlog(spark, part, includePayload="false")
+    assert "value" not in bare.columns and bare.count() == len(values)
+    assert_no_secret(repr(bare.collect()))

@@ -8,10 +8,13 @@ runs, so a mistyped path cannot scatter segments into someone's home directory.
 
 from __future__ import annotations
 
+import os
+
 from ...errors import LogNotFoundError
 from ..io.local import LOCAL
 from ..log_files import CLEAN_SHUTDOWN_MARKER, PARTITION_METADATA, STATE_DIR, kind_of
 from .checkpoints import read_partition_metadata
+from .kraft_snapshot import SNAPSHOT_NAME
 from .log_directory import (METADATA_TOPIC, REMOTE_INDEX_CACHE, find_partitions,
                             parse_partition_dir_name)
 
@@ -28,6 +31,9 @@ def check_writable(log_dir: str, fs=LOCAL) -> None:
         raise LogNotFoundError(f"cannot write a Kafka log to {log_dir}: it is a file, not a "
                                "data directory")
     names = fs.list_dir(log_dir)
+    if _named_metadata(fs, log_dir) or any(SNAPSHOT_NAME.match(n) for n in names):
+        raise LogNotFoundError(f"cannot write a Kafka log to {log_dir}: it is KRaft's metadata "
+                               "log directory, which only Kafka's controllers write")
     if any(kind_of(n) is not None for n in names):
         raise LogNotFoundError(f"{log_dir} is a partition directory (it holds segment files); "
                                f"write to the data directory that contains it")
@@ -36,6 +42,13 @@ def check_writable(log_dir: str, fs=LOCAL) -> None:
         shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
         raise LogNotFoundError(f"{log_dir} is not a Kafka data directory: it holds {shown} "
                                "(expected only <topic>-<partition> directories and broker files)")
+
+
+def _named_metadata(fs, log_dir: str) -> bool:
+    """Whether `log_dir` is named as KRaft's metadata partition (a local one by the directory
+    it resolves to: `.` inside it, a link to it)."""
+    name = fs.basename(log_dir if "://" in log_dir else os.path.realpath(log_dir))
+    return name.startswith(METADATA_TOPIC + "-")
 
 
 def _belongs_to_data_dir(fs, log_dir: str, name: str) -> bool:

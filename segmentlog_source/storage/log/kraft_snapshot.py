@@ -2,8 +2,11 @@
 or a controller's `bootstrap.checkpoint`) read whole and checked: record batches whose offsets
 run from 0 without a gap, a control batch holding one SnapshotHeader record first, one holding a
 SnapshotFooter last, data batches (the metadata records) between, every batch's CRC valid and no
-byte after the footer. Kafka's snapshot reader refuses a snapshot that breaks these rules, and so
-does this one: a CorruptDataError naming the file, the byte and the offset.
+byte after the footer. A snapshot of a quorum whose kraft.version is 1 or more (every controller
+formatted with --standalone or --initial-controllers) also holds KRaftVersion and KRaftVoters
+control records after its header, in the header's batch. Kafka's snapshot reader checks the
+header and the CRCs; its writer keeps the other rules, so a file that breaks one is damaged:
+a CorruptDataError naming the file, the byte and the offset.
 
 Bytes only: the records' values are decoded by values/kafka_internal/metadata_records.py.
 """
@@ -14,8 +17,8 @@ import re
 from dataclasses import dataclass
 
 from ...errors import CorruptDataError
-from ...format.control import (CONTROL_TYPE_NAMES, SNAPSHOT_FOOTER, SNAPSHOT_HEADER,
-                               parse_control_key)
+from ...format.control import (CONTROL_TYPE_NAMES, KRAFT_VERSION, KRAFT_VOTERS, SNAPSHOT_FOOTER,
+                               SNAPSHOT_HEADER, parse_control_key)
 from ...format.record_decoder import decode_batch
 from .entry_scan import EntryScan
 
@@ -50,7 +53,9 @@ def snapshot_id(name: str) -> tuple[int | None, int | None]:
     return int(match[1]), int(match[2])
 
 
-def read_kraft_snapshot(fs, path: str) -> KraftSnapshot:
+def read_kraft_snapshot(fs, path: str, *, keep_records: bool = True) -> KraftSnapshot:
+    """The snapshot at `path`, checked; `keep_records=False` checks it in bounded memory and
+    returns no records (the dump's check of a snapshot it has printed)."""
     end_offset, epoch = snapshot_id(fs.basename(path))
     scan = EntryScan(fs, path, allow_torn_tail=True)
     records: list[SnapshotRecord] = []
@@ -87,6 +92,8 @@ def read_kraft_snapshot(fs, path: str) -> KraftSnapshot:
                     header_seen = True
                 elif kind == SNAPSHOT_FOOTER and header_seen:
                     footer_at = record.offset
+                elif kind in (KRAFT_VERSION, KRAFT_VOTERS) and header_seen:
+                    pass    # the quorum's kraft.version and voters (kraft.version 1+)
                 else:
                     due = "data or the SnapshotFooter" if header_seen else "the SnapshotHeader"
                     raise fail(f"a {CONTROL_TYPE_NAMES[kind]} control record where {due} "
@@ -96,7 +103,7 @@ def read_kraft_snapshot(fs, path: str) -> KraftSnapshot:
                            "be one)", pos, record.offset)
             elif footer_at is not None:
                 raise fail("a record after the SnapshotFooter", pos, record.offset)
-            else:
+            elif keep_records:
                 value = None if record.value is None else bytes(record.value)
                 records.append(SnapshotRecord(record.offset, record.timestamp, value, pos))
     if scan.torn_tail is not None:

@@ -190,6 +190,21 @@ _MESSAGES: dict[int, Message] = {
 }
 
 
+# KRaft's voter set, the value of a KRAFT_VOTERS control record (key type 6) in the metadata
+# log and at the head of a snapshot of a cluster whose kraft.version is 1 or more (Kafka reads
+# it at version 0; its own `version` field says which layout it holds).
+VOTERS_RECORD = message(
+    "VotersRecord", "0", "0+",
+    field("version", INT16),
+    field("voters", Array(Struct("Voter", (
+        field("voterId", INT32),
+        field("voterDirectoryId", UUID),
+        field("endpoints", Array(Struct("Endpoint", (
+            field("name", STRING), field("host", STRING), field("port", UINT16))))),
+        field("kRaftVersionFeature", Struct("KRaftVersionFeature", (
+            field("minSupportedVersion", INT16), field("maxSupportedVersion", INT16)))))))))
+
+
 @dataclass(frozen=True)
 class MetadataRecordType:
     """One record type: its api key, Kafka's constant name (TOPIC_RECORD) and its message."""

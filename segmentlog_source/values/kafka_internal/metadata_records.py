@@ -164,13 +164,18 @@ def redact(record: MetadataRecord) -> MetadataRecord:
     return replace(record, fields=fields, redacted=tuple(names))
 
 
-def holds_secret(value) -> bool:
-    """Whether a metadata record's value (bytes) decodes, as Kafka reads it, to a record with a
-    secret: its raw bytes must not be shown either."""
+def hides_raw(value) -> bool:
+    """Whether a metadata record's raw value (bytes) must not be shown: unless it decodes, as
+    Kafka reads it, to a record without a secret. A value that does not decode (bytes after a
+    ConfigRecord, a cut tagged field, a version or record type this reader does not know) may
+    still carry a password in bytes no decoder reaches, so it is hidden too (the safe side);
+    an empty one has nothing to hide."""
+    if not value:
+        return False
     try:
         return bool(sensitive_fields(decode_metadata(value, strict=False)))
     except MetadataRecordError:
-        return False
+        return True
 
 
 def dump_payload(value, offset: int) -> str:
