@@ -6,11 +6,14 @@ the same partition read with valueFormat=kafka-internal decodes every record."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import pytest
 
+from segmentlog_source.cli.dump import dump_files
+from segmentlog_source.cli.dump_context import DumpOptions
 from tests.cli.test_dump_vs_kafka import kafka_dump
 from tests.values.test_cluster_metadata import (FLAG, assert_redacted_where_due,
                                                 assert_same_but_secrets, our_dump)
@@ -61,3 +64,29 @@ def test_json_dump_and_columns_carry_the_same_records(kafka_spark, metadata_file
         "value_decoded.json", "value_error").collect()
     assert [r.value_error for r in rows] == [None] * len(rows)
     assert [r.json for r in rows] == payloads
+
+
+def test_the_secret_set_on_the_broker_is_in_no_output(kafka_spark, metadata_files,
+                                                      admin_answers):
+    """The password-type config the scenario set with the Admin API is in the broker's metadata
+    log as plain text (Kafka's DumpLogSegments prints it); no output of segmentlog shows it:
+    the dumps (decoder, --json, --print-data-log without the decoder, on the log and on the
+    snapshots) and every column of a kafka-internal read, the raw value included."""
+    secret = admin_answers["sensitive"]["value"]
+    files = metadata_files["log"] + metadata_files["snapshot"]
+    assert any(secret.encode() in f.read_bytes() for f in files)   # there to be hidden
+    kafka_out, _ = kafka_dump(metadata_files["log"], (FLAG,))
+    assert secret.encode() in kafka_out
+    outputs = [our_dump(files), our_dump(files, json_lines=True)]
+    out, err = io.StringIO(), io.StringIO()
+    dump_files([str(f) for f in files], DumpOptions(print_data_log=True), out, err)
+    outputs += [out.getvalue().encode(), err.getvalue().encode()]
+    df = (kafka_spark.read.format("segmentlog").option("valueFormat", "kafka-internal")
+          .load(str(metadata_files["log"][0].parent)))
+    rows = df.collect()
+    outputs.append(repr([r.asDict(recursive=True) for r in rows]).encode())
+    assert any(r.value_decoded and r.value_decoded.metadata and r.value_decoded.metadata.config
+               and r.value_decoded.metadata.config.name == admin_answers["sensitive"]["name"]
+               for r in rows)
+    for output in outputs:
+        assert secret.encode() not in output
