@@ -16,6 +16,7 @@ names the option too. --debug adds the traceback after that line. Option values 
 from __future__ import annotations
 
 import argparse
+import re
 from importlib.metadata import version as _dist_version
 import logging
 import sys
@@ -45,6 +46,9 @@ class _Parser(argparse.ArgumentParser):
     """argparse, with a first line that names what is wrong (argparse starts with the usage)."""
 
     def error(self, message: str):
+        # an unknown command: argparse's line lists every command, which the usage below shows
+        message = re.sub(r"^argument COMMAND: invalid choice: (.*?) \(choose from .*\)$",
+                         r"unknown command \1", message)
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message} (see '{self.prog} --help')\n"
                                   f"{self.format_usage()}")
 

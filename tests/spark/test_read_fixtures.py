@@ -93,8 +93,10 @@ def test_whole_data_directory_reads_every_partition(spark):
     assert counts == expected_counts(data_dir)
 
 
-def test_kraft_metadata_directory_is_not_topic_data(spark):
-    with pytest.raises(Exception, match="no Kafka partition"):
+def test_kraft_metadata_directory_is_read_only_decoded(spark):
+    """Its values may hold secrets, which only valueFormat=kafka-internal redacts."""
+    with pytest.raises(Exception, match="is KRaft's metadata log, read only with "
+                                        "valueFormat=kafka-internal"):
         read(spark, REAL / "gozieokafor-data-store" / "__cluster_metadata-0").count()
 
 

@@ -209,7 +209,16 @@ def test_a_pipeline_tailing_what_the_batch_writer_appends(spark, tmp_path):
     snapshots = []
     while writer.poll() is None:
         query = sp.start(spark, tmp_path)
-        time.sleep(rng.uniform(3.0, 6.0))
+        if len(snapshots) % 2:
+            # every other run stops a moment after one more micro-batch committed, however
+            # slow the machine (a loaded one may take longer than 6 s to start a query)
+            before, deadline = _commits(tmp_path), time.monotonic() + 120
+            while _commits(tmp_path) == before and query.isActive \
+                    and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(rng.uniform(0.0, 1.0))
+        else:
+            time.sleep(rng.uniform(3.0, 6.0))
         query.stop()
         snapshots.append(sp.written(tmp_path))
     said = writer.stdout.read().split()

@@ -9,6 +9,7 @@ dump of a log of them is DumpLogSegments' line for line, except that a secret Ka
 
 from __future__ import annotations
 
+import difflib
 import io
 import json
 from pathlib import Path
@@ -69,12 +70,17 @@ def redacted_like_ours(kafka_line: bytes, our_line: bytes) -> bytes:
 
 
 def kafka_with_our_redactions(kafka_out: bytes, ours: bytes) -> bytes:
-    """Kafka's output with our redactions applied, line by line (when the line counts match;
-    otherwise unchanged, for the comparison to show where they part)."""
+    """Kafka's output with our redactions applied to the lines that pair with ours (the same
+    text before the payload), so that where the outputs part is the first difference left."""
     kafka_lines, lines = kafka_out.split(b"\n"), ours.split(b"\n")
-    if len(kafka_lines) != len(lines):
-        return kafka_out
-    return b"\n".join(redacted_like_ours(k, o) for k, o in zip(kafka_lines, lines))
+    head = [line.partition(b" payload: ")[0] for line in kafka_lines]
+    our_head = [line.partition(b" payload: ")[0] for line in lines]
+    matcher = difflib.SequenceMatcher(None, head, our_head, autojunk=False)
+    for block in matcher.get_matching_blocks():
+        for k in range(block.size):
+            i, j = block.a + k, block.b + k
+            kafka_lines[i] = redacted_like_ours(kafka_lines[i], lines[j])
+    return b"\n".join(kafka_lines)
 
 
 def assert_same_but_secrets(kafka_out: bytes, ours: bytes) -> int:
