@@ -62,7 +62,9 @@ import time
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from segmentlog_source.compat import ReadMaxRows, SupportsTriggerAvailableNow
+from segmentlog_source.compat import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+from segmentlog_source.plan.admission import rate_limit
+from segmentlog_source.spark.stream_reader import from_json, to_json
 
 from .common import case, dataset, describe, ratio, spark_session, take_turns
 from .spark_scan import build_count, prebuilt
@@ -125,25 +127,18 @@ class StreamCeilingReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         spec = pickle.loads(Path(self.spec_path).read_bytes())
         self.initial, self.batches = spec["initial"], spec["batches"]
         self.max_offsets = spec["max_offsets"]
-        from segmentlog_source.spark.stream_reader import from_json
-
         self.target = from_json(spec["target"])
 
     def initialOffset(self) -> dict:
         return self.initial
 
     def getDefaultReadLimit(self):
-        from segmentlog_source.compat import ReadAllAvailable
-
         return ReadMaxRows(self.max_offsets) if self.max_offsets else ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
         """(the end is the one the harness saw)"""
 
     def latestOffset(self, start: dict, limit) -> dict:
-        from segmentlog_source.plan.admission import rate_limit
-        from segmentlog_source.spark.stream_reader import from_json, to_json
-
         ends = self.target
         if isinstance(limit, ReadMaxRows):
             ends = rate_limit(from_json(start), ends, limit.max_rows)
