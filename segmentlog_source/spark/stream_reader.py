@@ -8,12 +8,10 @@ Spark journaled, never from this memory.
 
 Each micro-batch is a batch read of `[start, end)` per partition (plan.read_plan, the same
 byte-range planning through the indexes and the same checked executor scans), so it reads the
-bytes appended since the last one, not the directory again; one big enough to keep several
-cores busy gets a Spark task per partition it reads (STREAM_TASK_BYTES). The end of a
-partition is where a read planned now would end: the last whole batch (a batch being written
-is never returned, torn or twice), capped at an unfinished segmentlog commit and, with
-read_committed, at the last stable offset, so an open transaction holds the stream back until
-its marker is written.
+bytes appended since the last one, not the directory again. The end of a partition is where a
+read planned now would end: the last whole batch (a batch being written is never returned,
+torn or twice), capped at an unfinished segmentlog commit and, with read_committed, at the last
+stable offset, so an open transaction holds the stream back until its marker is written.
 """
 
 from __future__ import annotations
@@ -173,9 +171,6 @@ class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                        starting=_bound(EARLIEST, {tp: r[0] for tp, r in wanted.items()}),
                        ending=_bound(LATEST, {tp: r[1] for tp, r in wanted.items()}))
         plan = plan_read(opts)
-        tasks = _tasks_wanted(plan, len(wanted), self.opts.read.min_partitions)
-        if tasks > len(plan.groups):
-            plan = plan_read(replace(opts, min_partitions=tasks))
         for note in plan.notes:
             log.warning("segmentlog: %s", note)
         log.info("segmentlog: micro-batch of %d offsets in %d partitions, %d bytes in %d tasks",
@@ -195,21 +190,6 @@ class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def commit(self, end: dict) -> None:
         """Nothing to release: the log belongs to its writer (retention is the log manager's)."""
-
-
-# A micro-batch gets a Spark task per partition it reads, as in Spark's Kafka source, once it
-# holds this much per partition: a batch read's groups of up to 128 MiB would leave a 60 MB
-# micro-batch to one task (one core busy); a tailing micro-batch of a few KB stays one task.
-STREAM_TASK_BYTES = 8 * 1024 * 1024
-
-
-def _tasks_wanted(plan, partitions: int, min_partitions: int | None) -> int:
-    """How many Spark tasks a micro-batch's plan should have: the batch read's grouping (by
-    maxBytesPerPartition, or minPartitions when given), and without minPartitions one per
-    topic partition read when the micro-batch holds STREAM_TASK_BYTES per partition."""
-    if min_partitions is None and plan.nbytes >= partitions * STREAM_TASK_BYTES:
-        return max(len(plan.groups), partitions)
-    return len(plan.groups)
 
 
 def _bound(default: int, offsets: Offsets) -> BoundSpec:

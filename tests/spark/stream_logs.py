@@ -62,7 +62,6 @@ class Stream:
         self.reader = SegmentLogStreamReader(parse_stream_options(opts))
         self.offset = json.loads(json.dumps(self.reader.initialOffset()))
         self.planned_bytes: list[int] = []
-        self.tasks: list[int] = []                  # InputPartitions per micro-batch
 
     def trigger(self, limit=None) -> list[tuple[str, int, int, bytes]] | None:
         """One micro-batch: its rows (topic, partition, offset, value), None when none ran."""
@@ -73,7 +72,6 @@ class Stream:
         rows = []
         partitions = self.reader.partitions(self.offset, end)
         self.planned_bytes.append(sum(t.nbytes for p in partitions for t in p.group.tasks))
-        self.tasks.append(len(partitions))
         for partition in partitions:
             for batch in self.reader.read(pickle.loads(pickle.dumps(partition))):
                 rows += zip(batch.column("topic").to_pylist(),

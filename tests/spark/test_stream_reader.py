@@ -72,29 +72,6 @@ def test_max_offsets_per_trigger_caps_every_micro_batch(tmp_path):
     assert len(stream.trigger(ReadAllAvailable())) == 100
 
 
-def test_a_big_micro_batch_gets_a_task_per_partition_a_small_one_stays_one(tmp_path,
-                                                                          monkeypatch):
-    """A batch read's groups hold up to 128 MiB: a micro-batch of 60 MB in 4 partitions would
-    be one Spark task, one core busy. Once each partition read has STREAM_TASK_BYTES, it gets
-    a task of its own (as in Spark's Kafka source); a tailing micro-batch stays one task."""
-    from segmentlog_source.spark import stream_reader
-
-    logs = [GrowingLog(tmp_path, partition=p) for p in range(3)]
-    for log in logs:
-        log.append(60)
-    monkeypatch.setattr(stream_reader, "STREAM_TASK_BYTES", logs[0].size() // 2)
-    stream = Stream(tmp_path, startingOffsets="earliest")
-    rows = stream.trigger()            # every record once across the tasks
-    assert stream.tasks == [3] and [(r[1], r[2]) for r in rows] == [
-        (p, o) for p in range(3) for o in range(60)]
-    for log in logs[:2]:
-        log.append(2)
-    assert len(stream.trigger()) == 4 and stream.tasks == [3, 1]
-    # minPartitions given: the batch read's grouping, as the option says
-    given = Stream(tmp_path, startingOffsets="earliest", minPartitions="1")
-    assert len(given.trigger()) == 184 and given.tasks == [1]
-
-
 def test_min_offsets_per_trigger_waits_up_to_max_trigger_delay(tmp_path):
     log = GrowingLog(tmp_path)
     stream = Stream(tmp_path, minOffsetsPerTrigger=10, maxTriggerDelay="1h")
