@@ -35,7 +35,8 @@ so output offset k is input offset k); a poller reads the sink's committed end e
 Latency of record k: when the sink's end first passed k, minus its append time. Reported: p50
 and p99 of the records appended once the sink had its first commit (steady state), medians of
 LATENCY_REPETITIONS runs per side, the sides taking turns. The latency ceiling
-(`segmentlog_tail_ceiling`) runs the same query into the same sink, with the same appender: besides the log, the appender
+(`segmentlog_tail_ceiling`) runs the same query into the same sink, with the same appender:
+besides the log, the appender
 writes each batch's rows as an Arrow IPC file (`<base offset>.arrow`) and then the log's new end
 into a one-line file `end` (each written aside and renamed). The ceiling's latestOffset reads
 that one line, its partitions() is one (start, end) range, and read() opens the batches' Arrow
