@@ -40,7 +40,7 @@ CEILING_TARGET = 1.15
 
 # -- the ceiling -----------------------------------------------------------------------------
 
-_PREBUILT: dict = {}    # (path, include_payload) -> [RecordBatches of group i], per worker
+_PREBUILT: dict = {}    # key -> [RecordBatches of group i], per worker process
 
 
 def _plan(path: str, include_payload: bool):
@@ -51,20 +51,24 @@ def _plan(path: str, include_payload: bool):
                                          "includePayload": str(include_payload).lower()}))
 
 
-def prebuilt(path: str, include_payload: bool, build_log: str | None = None) -> list:
-    """segmentlog's batches for every group of the plan, decoded on first use in this process."""
-    key = (path, include_payload)
+def prebuilt(key, groups, include_payload: bool, build_log: str | None = None) -> list:
+    """segmentlog's batches for every ReadGroup that `groups()` returns, decoded on first use of
+    `key` in this process (a ceiling source's worker); bench/stream.py's ceiling uses it too."""
     if key not in _PREBUILT:
         from segmentlog_source.plan.predicates import RowFilter
         from segmentlog_source.spark.reader import GroupScan, ScanSettings
 
         settings = ScanSettings(RowFilter(), False, True, include_payload, False, True)
-        _PREBUILT[key] = [list(GroupScan(g, settings))
-                          for g in _plan(path, include_payload).groups]
+        _PREBUILT[key] = [list(GroupScan(g, settings)) for g in groups()]
         if build_log:  # lets the harness check that no build happened inside a timed run
             with Path(build_log).open("a") as f:
                 f.write(f"{os.getpid()} {time.time()}\n")
     return _PREBUILT[key]
+
+
+def build_count(build_log: Path) -> int:
+    """How many times a ceiling's worker decoded its batches (lines of its build log)."""
+    return len(build_log.read_text().splitlines()) if build_log.exists() else 0
 
 
 class CeilingPartition(InputPartition):
@@ -83,7 +87,10 @@ class CeilingReader(DataSourceReader):
                 for i in range(len(_plan(self.path, self.include_payload).groups))]
 
     def read(self, partition):
-        return iter(prebuilt(self.path, self.include_payload, self.build_log)[partition.index])
+        batches = prebuilt((self.path, self.include_payload),
+                           lambda: _plan(self.path, self.include_payload).groups,
+                           self.include_payload, self.build_log)
+        return iter(batches[partition.index])
 
 
 class CeilingDataSource(DataSource):
@@ -148,10 +155,10 @@ def run(repetitions: int = REPETITIONS) -> list[dict]:
         answers = {side: fn(load()) for side, load in sides.items()}  # also the warm-up
         if len(set(map(repr, answers.values()))) != 1:
             raise AssertionError(f"{query}: the sides disagree: {answers}")
-        builds_before = _lines(build_log)
+        builds_before = build_count(build_log)
         runs = {side: (lambda load=load, fn=fn: fn(load())) for side, load in sides.items()}
         raw = take_turns(runs, repetitions, warmups=0)
-        rebuilt = _lines(build_log) - builds_before
+        rebuilt = build_count(build_log) - builds_before
         ratios = {"segmentlog / ceiling": ratio(raw, "segmentlog", "ceiling"),
                   "segmentlog / ceiling (best runs)": min(raw["segmentlog"]) / min(raw["ceiling"]),
                   "segmentlog / parquet": ratio(raw, "segmentlog", "parquet")}
@@ -161,10 +168,6 @@ def run(repetitions: int = REPETITIONS) -> list[dict]:
         rows.append(case(name, data=data, repetitions=repetitions, raw=raw, ratios=ratios,
                          targets=targets, notes=notes, answer=repr(answers["segmentlog"])))
     return rows
-
-
-def _lines(path: Path) -> int:
-    return len(path.read_text().splitlines()) if path.exists() else 0
 
 
 if __name__ == "__main__":
