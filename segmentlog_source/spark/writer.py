@@ -143,7 +143,7 @@ class TaskStager:
         if target not in self._writers:
             self._writers[target] = StagedFileWriter(self.directory, self.prefix, *target,
                                                      fsync=self.plan.opts.fsync != "none")
-        self._writers[target].write(encoded.data, len(encoded.headers), rows.num_rows)
+        self._writers[target].write(encoded.data, encoded.num_batches, rows.num_rows)
 
     def _columns(self, rows: pa.Table):
         columns = columns_from_arrow(null_timestamp=self.write_time_ms,
