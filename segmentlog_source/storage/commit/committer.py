@@ -392,7 +392,7 @@ def _append_staged(partition_log: PartitionLog, part: PartitionCommit,
         if log_append_time is not None:
             chunks = (_stamped(chunk, log_append_time) for chunk in chunks)
         try:
-            partition_log.append(chunks, leader_epoch=epoch)
+            partition_log.append(chunks, leader_epoch=epoch, in_place=True)
         except CorruptDataError as err:
             raise err.located(staged.path) if err.path is None else err
     if partition_log.log_end_offset != part.end_offset:
@@ -402,12 +402,12 @@ def _append_staged(partition_log: PartitionLog, part: PartitionCommit,
                                part.files[0].path)
 
 
-def _stamped(chunk: memoryview, timestamp: int) -> bytearray:
-    """The chunk with the broker's LogAppendTime, set at append, in every batch."""
-    stamped = bytearray(chunk)
-    for header in iter_headers(stamped):
-        set_log_append_time(memoryview(stamped)[header.position:header.end], timestamp)
-    return stamped
+def _stamped(chunk: memoryview, timestamp: int) -> memoryview:
+    """The chunk (the commit's own buffer) with the broker's LogAppendTime, set at append, in
+    every batch."""
+    for header in iter_headers(chunk):
+        set_log_append_time(chunk[header.position:header.end], timestamp)
+    return chunk
 
 
 def _leader_epoch(partition_log: PartitionLog) -> int:

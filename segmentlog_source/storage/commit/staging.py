@@ -21,6 +21,8 @@ import re
 from typing import Iterator, NamedTuple
 import uuid
 
+import numpy as np
+
 from ...errors import CorruptDataError, LogNotFoundError
 from ...format.batch import DEFAULT_MAX_BATCH_BYTES, LOG_OVERHEAD, MIN_V2_BATCH_LENGTH
 from ..io.local import LOCAL
@@ -155,20 +157,22 @@ def is_intact(staged: StagedFile, fs=LOCAL) -> bool:
 
 def iter_staged_chunks(staged: StagedFile, fs=LOCAL) -> Iterator[memoryview]:
     """The staged batches in chunks of about READ_CHUNK_BYTES that end on a batch boundary (a
-    bigger batch is a chunk of its own), as read: the log appends a chunk in one call and
-    walks its headers in compiled code, so only the batches' lengths are read here (parsing
-    every header in Python as well took 0.14 s of a 250 MB commit; copying each chunk into a
-    bytearray and carrying its partial last batch over, 0.18 s more)."""
+    bigger batch is a chunk of its own), each read into a buffer of its own (writable: the
+    commit has the log set offsets in it, PartitionLog.append(in_place=True)). The log appends
+    a chunk in one call and walks its headers in compiled code, so only the batches' lengths
+    are read here (parsing every header in Python as well took 0.14 s of a 250 MB commit;
+    copying each chunk into a bytearray and carrying its partial last batch over, 0.18 s
+    more)."""
     with fs.open_read(staged.path) as f:
         position = 0
         while position < staged.size:
             want = min(READ_CHUNK_BYTES, staged.size - position)
-            data = f.read_at(position, want)
+            data = _read(f, position, want)
             end = _whole_batches(data, staged.path, position)
             if end == 0 and len(data) >= LOG_OVERHEAD:   # a batch bigger than a chunk
                 want = min(int.from_bytes(data[8:12], "big") + LOG_OVERHEAD,
                            staged.size - position)
-                data = f.read_at(position, want)
+                data = _read(f, position, want)
                 end = _whole_batches(data, staged.path, position)
             if len(data) < want:
                 raise CorruptDataError(f"shorter than the {staged.size} bytes its task wrote",
@@ -176,11 +180,16 @@ def iter_staged_chunks(staged: StagedFile, fs=LOCAL) -> Iterator[memoryview]:
             if end == 0:
                 raise CorruptDataError(f"the last {staged.size - position} bytes are not a "
                                        "whole batch", staged.path, position)
-            yield memoryview(data)[:end]
+            yield data[:end]
             position += end   # (a partial last batch is read again with the next chunk)
 
 
-def _whole_batches(data: bytes, path: str, position: int) -> int:
+def _read(f, position: int, length: int) -> memoryview:
+    buffer = np.empty(length, np.uint8)   # (not zero-filled first, as a bytearray would be)
+    return memoryview(buffer)[:f.read_into(position, buffer)]
+
+
+def _whole_batches(data: memoryview, path: str, position: int) -> int:
     """How many bytes at the start of `data` (read at `position`) are whole batches, by their
     lengths (the log checks the rest of each header, and the CRC, as it appends)."""
     end, n = 0, len(data)

@@ -32,6 +32,7 @@ _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
 # written then fsynced here: 0.073 s in the fsync; started as written: 0.006 s). Not a
 # durability step: the fsync still decides that. Elsewhere: no such call, nothing started.
 _SYNC_FILE_RANGE_WRITE = 2
+_PAGE_MASK = mmap.PAGESIZE - 1
 _sync_file_range = getattr(ctypes.CDLL(None, use_errno=True), "sync_file_range", None)
 if _sync_file_range is not None:
     _sync_file_range.argtypes = (ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint)
@@ -174,9 +175,12 @@ class AppendFile(_OpenFile):
     def start_writeback(self, position: int, length: int) -> None:
         """Have the kernel start writing these bytes to the disk, not waiting (see
         _sync_file_range); the fsync that follows waits for less. Best effort: a failure (a
-        file system without it) leaves everything to the fsync."""
-        if _sync_file_range is not None and length > 0:
-            _sync_file_range(self._fd, position, length, _SYNC_FILE_RANGE_WRITE)
+        file system without it) leaves everything to the fsync. Whole pages only: a page
+        under writeback may make the next write into it wait (stable pages), so the partial
+        last page is left to the next call or the fsync."""
+        start, end = position & ~_PAGE_MASK, (position + length) & ~_PAGE_MASK
+        if _sync_file_range is not None and end > start:
+            _sync_file_range(self._fd, start, end - start, _SYNC_FILE_RANGE_WRITE)
 
 
 class FileLock:
