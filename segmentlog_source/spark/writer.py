@@ -141,8 +141,9 @@ class TaskStager:
                                  log_append_time=(self.write_time_ms
                                                   if self.plan.opts.log_append_time else None))
         if target not in self._writers:
-            self._writers[target] = StagedFileWriter(self.directory, self.prefix, *target)
-        self._writers[target].write(encoded.data, len(encoded.headers), rows.num_rows)
+            self._writers[target] = StagedFileWriter(self.directory, self.prefix, *target,
+                                                     fsync=self.plan.opts.fsync != "none")
+        self._writers[target].write(encoded.data, encoded.num_batches, rows.num_rows)
 
     def _columns(self, rows: pa.Table):
         columns = columns_from_arrow(null_timestamp=self.write_time_ms,
@@ -164,8 +165,7 @@ class TaskStager:
     def finish(self) -> tuple[tuple[StagedFile, ...], tuple[tuple[str, int], ...]]:
         for target in list(self._buffers):
             self._flush(target)
-        sync = self.plan.opts.fsync != "none"
-        files = [w.finish(fsync=sync) for _, w in sorted(self._writers.items())]
+        files = [w.finish() for _, w in sorted(self._writers.items())]
         return (tuple(f for f in files if f is not None),
                 tuple(sorted(self.router.routed.items())))
 

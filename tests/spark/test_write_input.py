@@ -57,16 +57,19 @@ def routed(router, batch):
     return [(target, rows.column("value").to_pylist()) for target, rows in router.route(batch)]
 
 
-def test_keyed_rows_follow_murmur2_and_keep_their_order():
-    keys = [f"key-{i % 7}".encode() for i in range(200)]
-    batch = pa.RecordBatch.from_pydict({"key": pa.array(keys), "value": pa.array(range(200))})
-    router = Router(InputLayout("value", key="key"), "t", {"t": 5}, 1)
+@pytest.mark.parametrize("count", [5, 40])   # a pass per partition; a sort (> 8 partitions)
+def test_keyed_rows_follow_murmur2_and_keep_their_order(count):
+    keys = [f"key-{i % 97}".encode() for i in range(400)]
+    batch = pa.RecordBatch.from_pydict({"key": pa.array(keys), "value": pa.array(range(400))})
+    router = Router(InputLayout("value", key="key"), "t", {"t": count}, 1)
     out = routed(router, batch)
+    assert len(out) > (8 if count > 8 else 1)
+    assert [p for (_, p), _ in out] == sorted(p for (_, p), _ in out)
     for (topic, p), values in out:
-        assert all(partition_for_key(keys[v], 5) == p for v in values)
+        assert all(partition_for_key(keys[v], count) == p for v in values)
         assert values == sorted(values)
-    assert sorted(v for _, vs in out for v in vs) == list(range(200))
-    assert router.routed == {"t": 5}
+    assert sorted(v for _, vs in out for v in vs) == list(range(400))
+    assert router.routed == {"t": count}
 
 
 def test_explicit_partitions_win_and_keyless_rows_go_round_robin_per_task():

@@ -111,6 +111,42 @@ def test_time_index_reserves_its_last_slot_and_appends_only_increases():
         TimeIndex.from_bytes(time_bytes([(10, 1005)]), BASE).maybe_append(9, 1006)
 
 
+@given(st.lists(st.tuples(st.integers(-3, 40), st.integers(0, 3)), max_size=30),
+       st.integers(0, 12))
+@settings(max_examples=200, deadline=None)
+def test_a_run_of_entries_appended_at_once_is_appending_them_one_by_one(steps, existing):
+    """append_all / maybe_append_all: the same entries, files and errors (at the same entry)
+    as append / maybe_append in a loop, whatever the run holds (bad ones included)."""
+    def outcome(index, add_all, add_one, keys, values, with_all):
+        try:
+            if with_all:
+                add_all(keys, values)
+            else:
+                for key, value in zip(keys, values):
+                    add_one(key, value)
+            error = None
+        except CorruptDataError as err:
+            error = str(err)
+        return index.entries(), index.to_bytes(), error
+
+    offsets = [BASE + 10 + sum(d for d, _ in steps[:i + 1]) for i in range(len(steps))]
+    timestamps = [100 + sum(t for _, t in steps[:i + 1]) for i in range(len(steps))]
+    positions = [10 * i for i in range(len(steps))]
+    results = []
+    for with_all in (False, True):
+        offset_index = OffsetIndex(BASE, max_index_bytes=8 * 24)
+        time_index = TimeIndex(BASE, max_index_bytes=12 * 24)
+        for i in range(existing):
+            offset_index.append(BASE + 1 + i, i)
+            time_index.maybe_append(100 + i, BASE + 1 + i)
+        results.append((
+            outcome(offset_index, offset_index.append_all, offset_index.append, offsets,
+                    positions, with_all),
+            outcome(time_index, time_index.maybe_append_all, time_index.maybe_append,
+                    timestamps, offsets, with_all)))
+    assert results[0] == results[1]
+
+
 def test_sanity_checks_name_the_file_and_entry(tmp_path):
     path = tmp_path / "00000000000000001000.index"
     path.write_bytes(offset_bytes([(1005, 100), (1003, 200), (1010, 300)]))

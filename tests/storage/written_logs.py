@@ -82,7 +82,7 @@ def stage(log_dir: Path, job: str, rows: Mapping[tuple[str, int], Sequence[bytes
                                  codec=codec)
         writer = StagedFileWriter(directory, prefix, topic, partition)
         writer.write(encoded.data, len(encoded.headers), len(records))
-        files.append(writer.finish(fsync=False))
+        files.append(writer.finish())
     return files
 
 

@@ -38,7 +38,7 @@ import uuid
 
 from ...errors import (BadOptionError, CorruptDataError, DataLossError, LogLockedError,
                        SegmentLogError)
-from ...format.batch import set_log_append_time
+from ...format.batch import iter_headers, set_log_append_time
 from ..io.local import LOCAL, retry_while_locked
 from ..log.checkpoints import read_leader_epoch_checkpoint
 from ..log.data_dir import partition_dir, topic_id_of, topic_partition_counts
@@ -390,9 +390,9 @@ def _append_staged(partition_log: PartitionLog, part: PartitionCommit,
     for staged in part.files:
         chunks = iter_staged_chunks(staged, partition_log.fs)
         if log_append_time is not None:
-            chunks = (_stamped(chunk, headers, log_append_time) for chunk, headers in chunks)
+            chunks = (_stamped(chunk, log_append_time) for chunk in chunks)
         try:
-            partition_log.append((chunk for chunk, _ in chunks), leader_epoch=epoch)
+            partition_log.append(chunks, leader_epoch=epoch, in_place=True)
         except CorruptDataError as err:
             raise err.located(staged.path) if err.path is None else err
     if partition_log.log_end_offset != part.end_offset:
@@ -402,10 +402,12 @@ def _append_staged(partition_log: PartitionLog, part: PartitionCommit,
                                part.files[0].path)
 
 
-def _stamped(chunk: bytearray, headers, timestamp: int):
-    for header in headers:  # the broker's LogAppendTime: set at append, into every batch
-        set_log_append_time(memoryview(chunk)[header.position:header.end], timestamp)
-    return chunk, headers
+def _stamped(chunk: memoryview, timestamp: int) -> memoryview:
+    """The chunk (the commit's own buffer) with the broker's LogAppendTime, set at append, in
+    every batch."""
+    for header in iter_headers(chunk):
+        set_log_append_time(chunk[header.position:header.end], timestamp)
+    return chunk
 
 
 def _leader_epoch(partition_log: PartitionLog) -> int:

@@ -21,8 +21,10 @@ import re
 from typing import Iterator, NamedTuple
 import uuid
 
+import numpy as np
+
 from ...errors import CorruptDataError, LogNotFoundError
-from ...format.batch import BatchHeader, iter_headers
+from ...format.batch import DEFAULT_MAX_BATCH_BYTES, LOG_OVERHEAD, MIN_V2_BATCH_LENGTH
 from ..io.local import LOCAL
 from ..log_files import STATE_DIR
 
@@ -77,25 +79,29 @@ class StagedFileWriter:
     a task writing to a thousand partitions must not hold a thousand descriptors.
     """
 
-    def __init__(self, directory: str, task_name: str, topic: str, partition: int, fs=LOCAL):
+    def __init__(self, directory: str, task_name: str, topic: str, partition: int, fs=LOCAL,
+                 *, fsync: bool = False):
         self.fs = fs
         self.topic, self.partition = topic, partition
         self.path = fs.join(directory, f"{task_name}.{topic}-{partition}{STAGED_SUFFIX}")
+        self.fsync = fsync   # finish() syncs: each write's bytes start to the disk at once
         self.batches = self.records = self.size = 0
 
     def write(self, data, batches: int, records: int) -> None:
         with self.fs.open_append(self.path) as f:
             f.write_at(self.size, data)
+            if self.fsync:
+                f.start_writeback(self.size, len(data))
         self.size += len(data)
         self.batches += batches
         self.records += records
 
-    def finish(self, fsync: bool) -> StagedFile | None:
-        """What the file holds (synced if asked: a commit that survives a crash must find it);
-        None when nothing was written."""
+    def finish(self) -> StagedFile | None:
+        """What the file holds (synced if the writer was made to: a commit that survives a
+        crash must find it); None when nothing was written."""
         if self.size == 0:
             return None
-        if fsync:
+        if self.fsync:
             with self.fs.open_append(self.path) as f:
                 f.fsync()
         return StagedFile(self.topic, self.partition, self.path, self.batches, self.records,
@@ -149,29 +155,53 @@ def is_intact(staged: StagedFile, fs=LOCAL) -> bool:
     return fs.is_file(staged.path) and fs.size(staged.path) == staged.size
 
 
-def iter_staged_chunks(staged: StagedFile,
-                       fs=LOCAL) -> Iterator[tuple[bytearray, list[BatchHeader]]]:
-    """The staged batches in chunks of about READ_CHUNK_BYTES that end on a batch boundary,
-    with their headers (positions within the chunk): the log appends a chunk in one call,
-    and nothing is parsed per batch here beyond its 61-byte header."""
+def iter_staged_chunks(staged: StagedFile, fs=LOCAL) -> Iterator[memoryview]:
+    """The staged batches in chunks of about READ_CHUNK_BYTES that end on a batch boundary (a
+    bigger batch is a chunk of its own), each read into a buffer of its own (writable: the
+    commit has the log set offsets in it, PartitionLog.append(in_place=True)). The log appends
+    a chunk in one call and walks its headers in compiled code, so only the batches' lengths
+    are read here (parsing every header in Python as well took 0.14 s of a 250 MB commit;
+    copying each chunk into a bytearray and carrying its partial last batch over, 0.18 s
+    more)."""
     with fs.open_read(staged.path) as f:
-        position, carry = 0, b""
-        while position < staged.size or carry:
-            data = f.read_at(position, min(READ_CHUNK_BYTES, staged.size - position))
-            if not data and position < staged.size:
+        position = 0
+        while position < staged.size:
+            want = min(READ_CHUNK_BYTES, staged.size - position)
+            data = _read(f, position, want)
+            end = _whole_batches(data, staged.path, position)
+            if end == 0 and len(data) >= LOG_OVERHEAD:   # a batch bigger than a chunk
+                want = min(int.from_bytes(data[8:12], "big") + LOG_OVERHEAD,
+                           staged.size - position)
+                data = _read(f, position, want)
+                end = _whole_batches(data, staged.path, position)
+            if len(data) < want:
                 raise CorruptDataError(f"shorter than the {staged.size} bytes its task wrote",
-                                       staged.path, position)
-            position += len(data)
-            chunk = bytearray(carry) + data if carry else bytearray(data)
-            headers = list(iter_headers(chunk))
-            end = headers[-1].end if headers else 0
-            if not data and end < len(chunk):
-                raise CorruptDataError(f"the last {len(chunk) - end} bytes are not a whole batch",
-                                       staged.path, staged.size - len(chunk) + end)
-            carry = bytes(chunk[end:])
-            if headers:
-                del chunk[end:]
-                yield chunk, headers
+                                       staged.path, position + len(data))
+            if end == 0:
+                raise CorruptDataError(f"the last {staged.size - position} bytes are not a "
+                                       "whole batch", staged.path, position)
+            yield data[:end]
+            position += end   # (a partial last batch is read again with the next chunk)
+
+
+def _read(f, position: int, length: int) -> memoryview:
+    buffer = np.empty(length, np.uint8)   # (not zero-filled first, as a bytearray would be)
+    return memoryview(buffer)[:f.read_into(position, buffer)]
+
+
+def _whole_batches(data: memoryview, path: str, position: int) -> int:
+    """How many bytes at the start of `data` (read at `position`) are whole batches, by their
+    lengths (the log checks the rest of each header, and the CRC, as it appends)."""
+    end, n = 0, len(data)
+    while n - end >= LOG_OVERHEAD:
+        length = int.from_bytes(data[end + 8:end + 12], "big", signed=True)
+        if not MIN_V2_BATCH_LENGTH <= length <= DEFAULT_MAX_BATCH_BYTES - LOG_OVERHEAD:
+            raise CorruptDataError(f"batch length {length} is no v2 batch's", path,
+                                   position + end)
+        if end + LOG_OVERHEAD + length > n:
+            break
+        end += LOG_OVERHEAD + length
+    return end
 
 
 def remove_job(log_dir: str, job: str, fs=LOCAL) -> None:

@@ -6,6 +6,7 @@ scan never depends on a file cursor; every read is counted in an `IOStats` when 
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import fcntl
 import mmap
@@ -23,6 +24,19 @@ from .stats import IOStats
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
           (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"))
+
+
+# Linux's sync_file_range(SYNC_FILE_RANGE_WRITE): start writing a range back to the disk without
+# waiting for it. A writer that will fsync calls it after each MiB it writes, so the disk works
+# while the writer encodes and copies, and the fsync waits only for the last stretch (64 MB
+# written then fsynced here: 0.073 s in the fsync; started as written: 0.006 s). Not a
+# durability step: the fsync still decides that. Elsewhere: no such call, nothing started.
+_SYNC_FILE_RANGE_WRITE = 2
+_PAGE_MASK = mmap.PAGESIZE - 1
+_sync_file_range = getattr(ctypes.CDLL(None, use_errno=True), "sync_file_range", None)
+if _sync_file_range is not None:
+    _sync_file_range.argtypes = (ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint)
+    _sync_file_range.restype = ctypes.c_int
 
 
 def _not_a_file(path: str, mode: int) -> CorruptDataError:
@@ -157,6 +171,16 @@ class AppendFile(_OpenFile):
 
     def fsync(self) -> None:
         os.fsync(self._fd)
+
+    def start_writeback(self, position: int, length: int) -> None:
+        """Have the kernel start writing these bytes to the disk, not waiting (see
+        _sync_file_range); the fsync that follows waits for less. Best effort: a failure (a
+        file system without it) leaves everything to the fsync. Whole pages only: a page
+        under writeback may make the next write into it wait (stable pages), so the partial
+        last page is left to the next call or the fsync."""
+        start, end = position & ~_PAGE_MASK, (position + length) & ~_PAGE_MASK
+        if _sync_file_range is not None and end > start:
+            _sync_file_range(self._fd, start, end - start, _SYNC_FILE_RANGE_WRITE)
 
 
 class FileLock:

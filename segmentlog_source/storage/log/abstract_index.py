@@ -143,6 +143,14 @@ class AbstractIndex:
         self._appended.append(raw)
         self._file_length += len(packed)
 
+    def _add_all(self, raws: list[tuple[int, int]]) -> None:
+        """_add for each entry (checked by the caller), packed at once."""
+        packed = np.array(raws, self.dtype).tobytes()
+        if self._file is not None:
+            self._unwritten += packed
+        self._appended.extend(raws)
+        self._file_length += len(packed)
+
     def write_appended(self) -> None:
         """Write the entries appended since the last call, in one write. The segment's appender
         calls it after writing the `.log` bytes they point into (segment_appender.py)."""

@@ -103,12 +103,14 @@ class PlainRun:
         n = self.count
         return self.sizes[:n], self.last_offsets[:n], self.max_timestamps[:n]
 
-    def patched(self, assign_offsets: bool, leader_epoch: int | None) -> bytearray:
-        """The kept batches' bytes, copied, with their offsets and leader epoch set (the CRC
-        covers neither)."""
+    def patched(self, assign_offsets: bool, leader_epoch: int | None,
+                in_place: bool = False):
+        """The kept batches' bytes with their offsets and leader epoch set (the CRC covers
+        neither): copied, or, `in_place`, set in the buffer itself (its owner gave it up)."""
         n = self.count
         start = int(self.positions[0])
-        data = bytearray(self.view[start:int(self.positions[n - 1] + self.sizes[n - 1])])
+        kept = self.view[start:int(self.positions[n - 1] + self.sizes[n - 1])]
+        data = kept if in_place else bytearray(kept)
         at = (self.positions[:n] - start)[:, None]
         out = np.frombuffer(data, np.uint8)
         if assign_offsets:

@@ -11,6 +11,7 @@ import struct
 
 import numpy as np
 
+from ...format.batch import INT32_MAX
 from .abstract_index import AbstractIndex
 
 OFFSET_ENTRY_SIZE = 8
@@ -62,6 +63,23 @@ class OffsetIndex(AbstractIndex):
             raise self._corrupt(f"entry offset {offset} is not larger than the last entry's "
                                 f"{self.last_entry()[0]}", n)
         self._add((self._relative(offset, n), position))
+
+    def append_all(self, offsets: list[int], positions: list[int]) -> None:
+        """append() for each entry in order, checked and packed at once (a run of batches'
+        entries: ~15 us an entry one by one). Anything append() would refuse goes one by one,
+        for its error at its entry."""
+        if not offsets:
+            return
+        n = len(self)
+        rel = np.asarray(offsets, np.int64) - self.base_offset
+        fine = (n + len(rel) <= self.max_entries and rel[0] >= 0 and rel[-1] <= INT32_MAX
+                and (n == 0 or offsets[0] > self.last_entry()[0])
+                and bool((np.diff(rel) > 0).all()))
+        if not fine:
+            for offset, position in zip(offsets, positions):
+                self.append(offset, position)
+            return
+        self._add_all(list(zip(rel.tolist(), positions)))
 
     def sanity_check(self, log_size: int | None = None) -> None:
         """Kafka's checks, plus what makes a binary search safe: sorted keys, positions in the

@@ -140,6 +140,8 @@ class SegmentAppender:
         if self._unwritten:
             run = self._unwritten
             self.log_file.write_at(self._unwritten_at, run[0] if len(run) == 1 else b"".join(run))
+            if self.config.fsync != "none":   # a flush or a close will sync: the disk starts now
+                self.log_file.start_writeback(self._unwritten_at, self.size - self._unwritten_at)
             self._unwritten, self._unwritten_at = [], self.size
         self.segment.offset_index.write_appended()
         self.segment.time_index.write_appended()

@@ -57,17 +57,17 @@ class SegmentIndexer:
     def add_run(self, positions, sizes, last_offsets, max_timestamps) -> None:
         """add_batch for each batch of a run (columns), the entries appended after the rule
         has run over all of them."""
-        offset_entries, time_entries = [], []
+        entry_offsets, entry_positions, entry_timestamps, entry_ts_offsets = [], [], [], []
         for position, size, last, timestamp in zip(positions.tolist(), sizes.tolist(),
                                                    last_offsets.tolist(),
                                                    max_timestamps.tolist()):
             if self._entry_due(size, timestamp, last):
-                offset_entries.append((last, position))
-                time_entries.append((self.max_timestamp, self.offset_of_max_timestamp))
-        for last, position in offset_entries:
-            self.offset_index.append(last, position)
-        for timestamp, offset in time_entries:
-            self.time_index.maybe_append(timestamp, offset)
+                entry_offsets.append(last)
+                entry_positions.append(position)
+                entry_timestamps.append(self.max_timestamp)
+                entry_ts_offsets.append(self.offset_of_max_timestamp)
+        self.offset_index.append_all(entry_offsets, entry_positions)
+        self.time_index.maybe_append_all(entry_timestamps, entry_ts_offsets)
 
     def final_entry(self) -> None:
         """The time entry a roll or a close appends (it may use the reserved last slot)."""

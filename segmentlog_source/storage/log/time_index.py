@@ -11,6 +11,7 @@ import struct
 
 import numpy as np
 
+from ...format.batch import INT32_MAX
 from .abstract_index import AbstractIndex
 
 TIME_ENTRY_SIZE = 12
@@ -77,6 +78,27 @@ class TimeIndex(AbstractIndex):
             if n >= self.max_entries:
                 raise self._corrupt(f"the time index is full ({n} entries)", n)
             self._add((timestamp, self._relative(offset, n)))
+
+    def maybe_append_all(self, timestamps: list[int], offsets: list[int]) -> None:
+        """maybe_append() for each entry in order, checked and packed at once (a run of
+        batches' entries). Anything maybe_append() would refuse, or a run that comes near a
+        full index, goes one by one, for its error at its entry."""
+        if not timestamps:
+            return
+        n = len(self)
+        last_ts, last_offset = self.last_entry()
+        ts = np.asarray(timestamps, np.int64)
+        rel = np.asarray(offsets, np.int64) - self.base_offset
+        fine = (n + len(ts) < self.max_entries - 1 and rel[0] >= 0 and rel[-1] <= INT32_MAX
+                and (n == 0 or (offsets[0] >= last_offset and timestamps[0] >= last_ts))
+                and bool((np.diff(ts) >= 0).all()) and bool((np.diff(rel) >= 0).all()))
+        if not fine:
+            for timestamp, offset in zip(timestamps, offsets):
+                self.maybe_append(timestamp, offset)
+            return
+        # appended where the timestamp beats the entry before (the last one's, at first)
+        beats = ts > np.concatenate(([last_ts], ts[:-1]))
+        self._add_all(list(zip(ts[beats].tolist(), rel[beats].tolist())))
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """(timestamps, absolute offsets) of every entry, as int64 arrays (for planners)."""
