@@ -28,24 +28,29 @@ Per micro-batch: each query's progress events (durationMs: triggerExecution, lat
 queryPlanning, addBatch, walCommit, commitOffsets), the mean over the micro-batches that read
 rows, per repetition; medians of those.
 
-Latency: a separate process (`python -m bench.stream append DIR SECONDS [ARROW_DIR]`) appends a
-batch of 50 records every 100 ms for 30 s, each record's timestamp its append time; a query
-tails the directory (processingTime trigger of 0 s) into a segmentlog sink (`out`, 1 partition,
-so output offset k is input offset k); a poller reads the sink's committed end every 10 ms.
-Latency of record k: when the sink's end first passed k, minus its append time. Reported: p50
-and p99 of the records appended once the sink had its first commit (steady state), medians of
-LATENCY_REPETITIONS runs per side, the sides taking turns. The latency ceiling
-(`segmentlog_tail_ceiling`) runs the same query into the same sink, with the same appender:
-besides the log, the appender
-writes each batch's rows as an Arrow IPC file (`<base offset>.arrow`) and then the log's new end
-into a one-line file `end` (each written aside and renamed). The ceiling's latestOffset reads
-that one line, its partitions() is one (start, end) range, and read() opens the batches' Arrow
-files (nothing decoded): the end of the log known without listing the directory or opening its
-logs and indexes, the rows had without reading or decoding Kafka batches. What remains is the
-trigger loop, the sink's commit and the poll, which any source feeding this sink pays; the
-ratio says what segmentlog adds to an append's way to the sink. (The appender writes the Arrow
-files in both sides' runs, so both sides' appenders do the same work.) Not in run() yet: its
-query hung in its first task when tried (2026-12-07).
+Latency: a separate process (`python -m bench.stream append DIR SECONDS [ARROW_DIR]`) appends
+one priming batch of 50 records, and once told `go` on its stdin, a batch of 50 every 100 ms for
+30 s, each record's timestamp its append time. A query tails the directory (processingTime
+trigger of 0 s) into a segmentlog sink (`out`, 1 partition, so output offset k is input offset
+k); a poller reads the sink's committed end every 10 ms. The harness says `go` once the priming
+batch is in the sink, so the timed records all meet a running query: a query's start-up is not
+a latency (in a fresh session on a loaded 2-core machine, its first micro-batch took 35-47 s,
+Python daemons starting one after another, longer than the appends). Latency of record k: when
+the sink's end first passed k, minus its append time. Reported: p50 and p99 of the timed
+records, medians of LATENCY_REPETITIONS runs per side, the sides taking turns after one short
+warm-up run each (not kept). A query that fails, or does not reach its first commit or the
+appender's last offset in time, is an error saying which.
+
+The latency ceiling (`segmentlog_tail_ceiling`) runs the same query into the same sink, with
+the same appender: besides the log, the appender writes each batch's rows as an Arrow IPC file
+(`<base offset>.arrow`) and then the log's new end into a one-line file `end` (each written
+aside and renamed), in both sides' runs, so both appenders do the same work. The ceiling's
+latestOffset reads that one line, its partitions() is one (start, end) range, and read() opens
+the batches' Arrow files (nothing decoded): the end of the log known without listing the
+directory or opening its logs and indexes, the rows had without reading or decoding Kafka
+batches. What remains is the trigger loop, the sink's commit and the poll, which any source
+feeding this sink pays; the ratios (stream / ceiling, p50 and p99) say what segmentlog adds to
+an append's way to the sink.
 """
 
 from __future__ import annotations
@@ -80,7 +85,10 @@ MAX_OFFSETS = 500_000            # four micro-batches of the 2M backlog
 PHASES = ("triggerExecution", "latestOffset", "queryPlanning", "addBatch", "walCommit",
           "commitOffsets")
 APPEND_SECONDS, APPEND_EVERY_S, APPEND_RECORDS = 30, 0.1, 50
-LATENCY_REPETITIONS = 1
+LATENCY_REPETITIONS = 3
+WARMUP_SECONDS = 5               # each side's warm-up run (not kept)
+START_TIMEOUT_S = 300            # a tailing query's start-up, to its first commit
+DRAIN_TIMEOUT_S = 120            # from the last append to the sink's end reaching it
 
 
 # -- the streaming ceiling -----------------------------------------------------------------------
@@ -230,9 +238,7 @@ class TailCeilingSource(DataSource):
 # -- the benchmark -------------------------------------------------------------------------------
 
 def run(repetitions: int = REPETITIONS) -> list[dict]:
-    # (the tailing ceiling is left out: its query hung in its first task on 2026-12-07, not
-    # understood yet; `_latency(n, ("stream", "ceiling"))` runs it)
-    return [*_throughput(repetitions), _latency(LATENCY_REPETITIONS, ("stream",))]
+    return [*_throughput(repetitions), _latency(LATENCY_REPETITIONS)]
 
 
 def _throughput(repetitions: int) -> list[dict]:
@@ -336,11 +342,15 @@ def _same_micro_batches(progress: dict) -> None:
 def _latency(repetitions: int, sides=("stream", "ceiling")) -> dict:
     spark = spark_session()
     spark.dataSource.register(TailCeilingSource)
+    # a query whose task is stuck: stop() raises after this instead of waiting for ever
+    spark.conf.set("spark.sql.streaming.stopTimeout", "60s")
     raw: dict[str, list[float]] = {}
     seen_notes = []
+    for side in sides:      # the warm-up, not kept: the sink's and the workers' first runs
+        _latency_run(spark, side == "ceiling", WARMUP_SECONDS)
     for _ in range(repetitions):
         for side in sides:
-            pct, note = _latency_run(spark, ceiling=side == "ceiling")
+            pct, note = _latency_run(spark, side == "ceiling", APPEND_SECONDS)
             for name, value in pct.items():
                 raw.setdefault(f"{side} {name}", []).append(value)
             seen_notes.append(f"{side}: {note}")
@@ -353,56 +363,86 @@ def _latency(repetitions: int, sides=("stream", "ceiling")) -> dict:
                      f"{APPEND_RECORDS} every {APPEND_EVERY_S * 1000:.0f} ms for "
                      f"{APPEND_SECONDS} s",
                 repetitions=repetitions, unit="ms", raw=raw, ratios=ratios,
-                notes="p50 and p99 over the records appended once the sink had its first "
-                      "commit; " + "; ".join(seen_notes))
+                notes="p50 and p99 over the records appended after the sink's first commit "
+                      "(the query's start-up is not in them); " + "; ".join(seen_notes))
 
 
-def _latency_run(spark, ceiling: bool) -> tuple[dict, str]:
+def _latency_run(spark, ceiling: bool, seconds: float) -> tuple[dict, str]:
+    """One tailing query into a segmentlog sink while the appender runs: the percentiles of
+    the timed records' latencies, and a note (records seen, seconds to the first commit)."""
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         (base / "in").mkdir()
         (base / "arrow").mkdir()
         appender = subprocess.Popen([sys.executable, "-m", "bench.stream", "append",
-                                     str(base / "in" / "t-0"), str(APPEND_SECONDS),
+                                     str(base / "in" / "t-0"), str(seconds),
                                      str(base / "arrow")],
-                                    stdout=subprocess.PIPE, text=True,
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                     cwd=Path(__file__).resolve().parent.parent)
-        assert appender.stdout.readline().strip() == "ready"
-        if ceiling:
-            source = spark.readStream.format("segmentlog_tail_ceiling").option(
-                "arrow", str(base / "arrow")).load()
-        else:
-            source = spark.readStream.format("segmentlog").option(
-                "startingOffsets", "earliest").load(str(base / "in"))
-        query = (source.writeStream.format("segmentlog")
-                 .option("topic", "out").option("numPartitions", "1")
-                 .option("checkpointLocation", str(base / "chk"))
-                 .trigger(processingTime="0 seconds").start(str(base / "out")))
         seen: list[tuple[float, int]] = []          # (wall time, sink end) when it moved
         done = threading.Event()
-        poller = threading.Thread(target=_poll, args=(base / "out", seen, done))
-        poller.start()
-        appender.communicate(timeout=APPEND_SECONDS + 60)
-        total = _input_end(base / "in")
-        deadline = time.time() + 120
-        while (not seen or seen[-1][1] < total) and time.time() < deadline:
-            time.sleep(0.05)
-        done.set()
-        poller.join()
-        query.stop()
+        poller = threading.Thread(target=_poll, args=(base / "out", seen, done), daemon=True)
+        query = None
+        try:
+            if appender.stdout.readline().strip() != "primed":
+                raise RuntimeError(f"the appender stopped before its first batch "
+                                   f"(exit {appender.wait()})")
+            started = time.time()
+            if ceiling:
+                source = spark.readStream.format("segmentlog_tail_ceiling").option(
+                    "arrow", str(base / "arrow")).load()
+            else:
+                source = spark.readStream.format("segmentlog").option(
+                    "startingOffsets", "earliest").load(str(base / "in"))
+            query = (source.writeStream.format("segmentlog")
+                     .option("topic", "out").option("numPartitions", "1")
+                     .option("checkpointLocation", str(base / "chk"))
+                     .trigger(processingTime="0 seconds").start(str(base / "out")))
+            poller.start()
+            # the timed appends begin once the priming batch is in the sink (the docstring)
+            _wait(lambda: seen, query, START_TIMEOUT_S, "its first commit")
+            first_commit = seen[0][0] - started
+            appender.stdin.write("go\n")
+            appender.stdin.flush()
+            appender.wait(timeout=seconds + 60)
+            total = _input_end(base / "in")
+            _wait(lambda: seen[-1][1] >= total, query, DRAIN_TIMEOUT_S,
+                  f"offset {total:,} (the appender's last)")
+        finally:
+            done.set()
+            if poller.is_alive():
+                poller.join()
+            if query is not None:
+                query.stop()
+            if appender.poll() is None:
+                appender.kill()
+                appender.wait()
         appended = _append_times(base / "in")
     latencies, k = [], 0
     for wall, end in seen:
         while k < min(end, len(appended)):
             latencies.append((wall - appended[k]) * 1000)
             k += 1
-    # steady state: records appended after the sink's first commit (the query's start, a few
-    # seconds of JVM and Python workers, is a start-up cost, not a latency)
-    running = [lat for lat, at in zip(latencies, appended) if seen and at > seen[0][0]]
-    pct = {"p50": statistics.median(running),
-           "p99": statistics.quantiles(running, n=100)[98],
-           "p99 incl. start-up": statistics.quantiles(latencies, n=100)[98]}
-    return pct, f"{len(latencies):,} of {len(appended):,} seen, {len(running):,} steady"
+    timed = latencies[APPEND_RECORDS:]              # (the priming batch is not timed)
+    pct = {"p50": statistics.median(timed), "p99": statistics.quantiles(timed, n=100)[98]}
+    return pct, f"{len(timed):,} records timed, first commit {first_commit:.1f} s after start"
+
+
+def _wait(ready, query, timeout_s: float, what: str) -> None:
+    """Until `ready()`; a query that failed, or `timeout_s` without it, is an error naming
+    what was awaited (never a wait without end, never an empty measurement)."""
+    deadline = time.time() + timeout_s
+    looked = 0.0
+    while not ready():
+        if time.time() - looked > 1:     # (a call into the JVM: once a second)
+            looked = time.time()
+            if query.exception() is not None:
+                raise RuntimeError(f"the tailing query failed before {what}: "
+                                   f"{query.exception()}")
+            if looked > deadline:
+                raise TimeoutError(f"the tailing query did not reach {what} in "
+                                   f"{timeout_s:.0f} s (status: {query.status['message']})")
+        time.sleep(0.05)
 
 
 def _poll(out: Path, seen: list, done: threading.Event) -> None:
@@ -441,8 +481,9 @@ def _append_times(path: Path) -> list[float]:
 
 
 def append(path: str, seconds: float, arrow_dir: str | None = None) -> None:
-    """The appender: a batch of APPEND_RECORDS every APPEND_EVERY_S, timestamped now; with
-    `arrow_dir`, each batch's rows also as `<base offset>.arrow` and the log end in `end`."""
+    """The appender: one priming batch, then (once told `go` on stdin) a batch of
+    APPEND_RECORDS every APPEND_EVERY_S for `seconds`, each timestamped now; with `arrow_dir`,
+    each batch's rows also as `<base offset>.arrow` and the log end in `end`."""
     from segmentlog_source.format.record_encoder import encode_batch
     from segmentlog_source.format.records import Record
     from segmentlog_source.storage.log.log_config import LogConfig
@@ -450,14 +491,22 @@ def append(path: str, seconds: float, arrow_dir: str | None = None) -> None:
 
     log = PartitionLog.open_for_append(path, topic="t", partition=0,
                                        config=LogConfig(segment_bytes=1 << 20, fsync="none"))
-    print("ready", flush=True)
-    start = time.time()
-    while time.time() < start + seconds:
+
+    def one_batch():
         now = int(time.time() * 1000)
         first, last = log.append(encode_batch([Record(k, now, None, b"v" * 100)
                                                for k in range(APPEND_RECORDS)]))
         if arrow_dir:
             _write_arrow(Path(arrow_dir), first, last + 1, now)
+
+    one_batch()
+    print("primed", flush=True)
+    if sys.stdin.readline().strip() != "go":     # the harness went away
+        log.close()
+        return
+    start = time.time()
+    while time.time() < start + seconds:
+        one_batch()
         time.sleep(APPEND_EVERY_S)
     log.close()
 
