@@ -121,6 +121,9 @@ class _SegmentView:
     def release(self) -> None:
         self._segment.release_indexes()
 
+    def skipped_by_metadata(self, timestamp_ms: int) -> bool:
+        return self._segment.skipped_by_metadata(timestamp_ms)
+
     def passed_over(self) -> None:
         if self._log is not None:
             self._log.pass_over(self._index)

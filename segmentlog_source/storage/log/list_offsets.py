@@ -38,8 +38,14 @@ def offset_for_timestamp(log, timestamp: int) -> int | None:
     for i, segment in enumerate(segments):
         if i % LOOKUP_PREFETCH == 0:   # (object stores: the indexes it may pass over next)
             log.fs.prefetch(p for s in segments[i:i + LOOKUP_PREFETCH]
-                            if not s.active for p in (s.index_path, s.time_index_path))
+                            if not s.active and not s.skipped_by_metadata(timestamp)
+                            for p in (s.index_path, s.time_index_path))
         log.check_segment_order(through=i)
+        if segment.skipped_by_metadata(timestamp):
+            # (a remote copy whose metadata's max timestamp is below: Kafka's remote ListOffsets
+            # passes over it on that alone, and so does this, reading none of its files)
+            log.pass_over(i)
+            continue
         if segment.largest_timestamp >= timestamp:
             found = segment.offset_for_timestamp(timestamp, log.log_start_offset)
             if found is None:   # (a segment with no timestamp says its mtime: go on)

@@ -35,7 +35,8 @@ class LogSegment:
     def __init__(self, directory: str, base_offset: int, fs=LOCAL, *, log_path: str | None = None,
                  active: bool = False, max_index_bytes: int = DEFAULT_MAX_INDEX_BYTES,
                  stats: IOStats | None = None, rebuild_bad_indexes: bool = False,
-                 files_prefix: str | None = None, read_once: bool = False):
+                 files_prefix: str | None = None, read_once: bool = False,
+                 vouched: tuple[int, int] | None = None):
         self.directory = directory
         self.base_offset = base_offset
         self.fs = fs
@@ -61,6 +62,12 @@ class LogSegment:
         self._size: int | None = None
         self._confirmed_max: tuple[int, int] | None = None
         self._confirmed_next: int | None = None
+        # (max timestamp, next offset) of a remote copy, from its __remote_log_metadata record
+        # (CRC-covered by its batch): lookups pass over the copy on them, reading none of its
+        # files, as Kafka's remote ListOffsets does (skipped_by_metadata).
+        self.vouched = vouched
+        if vouched is not None:
+            self._confirmed_next = vouched[1]
         # Salvaging, an index that fails its checks is rebuilt from the `.log` (in memory)
         # instead of failing the read; index_problem says why.
         self.rebuild_bad_indexes = rebuild_bad_indexes
@@ -367,6 +374,11 @@ class LogSegment:
             self._confirmed_max = (timestamp, offset)
         return self._confirmed_max
 
+    def skipped_by_metadata(self, timestamp: int) -> bool:
+        """Whether the copy's metadata says none of its records has a timestamp >= `timestamp`
+        (its max timestamp is below it; one of -1, no timestamp at all, decides nothing)."""
+        return self.vouched is not None and 0 <= self.vouched[0] < timestamp
+
     @property
     def largest_timestamp(self) -> int:
         """The segment's max timestamp, or the `.log` mtime when it has none (§8.2)."""
@@ -508,7 +520,7 @@ class LogSegment:
         self._tail = None
         self._size = None
         self._confirmed_max = None
-        self._confirmed_next = None
+        self._confirmed_next = None if self.vouched is None else self.vouched[1]
 
 
 def relative_offset_fits(base_offset: int, offset):

@@ -22,8 +22,8 @@ def check_segment_order(segments, after=None) -> bool:
     or shaped by it)."""
     cleaned = False
     for segment, following in zip(segments, list(segments[1:]) + [after]):
-        if segment.size == 0:
-            continue
+        if segment.vouched is not None or segment.size == 0:
+            continue      # (a remote copy's offsets are its CRC-covered metadata's)
         scan = segment.iter_headers(chunk_bytes=V2_HEADER_SIZE, allow_torn_tail=segment.active)
         header = next(iter(scan), (None,))[0]
         if header is None:
@@ -59,7 +59,7 @@ def confirm_names(segments, confirmed: int, want: int, fs, window: int) -> tuple
         want = min(count, max(want, confirmed + window))
     batch = segments[confirmed:want]
     # (object stores: the window's first headers, read in parallel beforehand)
-    fs.prefetch((s.log_path for s in batch), head_bytes=V2_HEADER_SIZE)
+    fs.prefetch((s.log_path for s in batch if s.vouched is None), head_bytes=V2_HEADER_SIZE)
     cleaned = check_segment_order(batch, segments[want] if want < count else None)
     return want, cleaned
 
