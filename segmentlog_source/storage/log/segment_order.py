@@ -11,6 +11,7 @@ from __future__ import annotations
 from ...errors import CorruptDataError, DataLossError
 from ...format.batch import V2_HEADER_SIZE
 from .batch_sequence import shaped_by_cleaner
+from .log_segment import CONFIRMING_READ_BYTES
 
 
 def check_segment_order(segments, after=None) -> bool:
@@ -58,8 +59,14 @@ def confirm_names(segments, confirmed: int, want: int, fs, window: int) -> tuple
     if want < count:     # (a lookup goes on: the next window's headers in one go)
         want = min(count, max(want, confirmed + window))
     batch = segments[confirmed:want]
-    # (object stores: the window's first headers, read in parallel beforehand)
-    fs.prefetch((s.log_path for s in batch if s.vouched is None), head_bytes=V2_HEADER_SIZE)
+    # (object stores: the window's first headers, read in parallel beforehand; a segment of
+    # a few KiB whole, in the same one request: a lookup passing over it reads its last
+    # batches next, to confirm its largest timestamp)
+    probed = [s for s in batch if s.vouched is None]
+    small = [] if getattr(fs, "prefetch_range", None) is None else \
+        [s for s in probed if s.size <= CONFIRMING_READ_BYTES]
+    fs.prefetch(s.log_path for s in small)
+    fs.prefetch((s.log_path for s in probed if s not in small), head_bytes=V2_HEADER_SIZE)
     cleaned = check_segment_order(batch, segments[want] if want < count else None)
     return want, cleaned
 
