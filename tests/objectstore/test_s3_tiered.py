@@ -20,6 +20,7 @@ import pytest
 
 from segmentlog_source.cli.generate import generate_log
 from segmentlog_source.plan.options import parse_read_options
+from segmentlog_source.plan.predicates import RowFilter
 from segmentlog_source.plan.read_plan import plan_read
 from segmentlog_source.spark.partition_scan import SegmentLogInputPartition, scan_partition
 from tests.conftest import read_segmentlog
@@ -151,6 +152,24 @@ def test_copies_outside_the_range_are_skipped_on_their_metadata(s3, tier, tier_m
         listed = _copies_requested(s3, copied)
         assert {c[1] for c in copied[:middle + 1]} <= set(listed), listed
 
+
+
+def test_a_timestamp_predicate_plans_past_copies_on_their_metadata(s3, tier, tier_metadata):
+    """WHERE timestamp >= T (the planner's time floor, not ListOffsets): the copies whose
+    metadata max timestamp is below T are passed over unread, and the first task starts in
+    the copy holding T."""
+    work, copied, _ = tier
+    middle = len(copied) // 2
+    lo = START + (copied[middle][0] + 5) * STEP_MS
+    opts = parse_read_options({"path": "s3://tier/rsm", "remoteLogMetadata": tier_metadata,
+                               **s3.storage_options})
+    s3.reset_counts()
+    plan = plan_read(opts, RowFilter(timestamp_lo_ms=lo))
+    tasks = sorted((t for g in plan.groups for t in g.tasks), key=lambda t: t.segment_base)
+    assert tasks[0].segment_base == copied[middle][0]
+    requested = set(_copies_requested(s3, copied))
+    assert not requested & {c[1] for c in copied[:middle]}, requested
+    assert copied[middle][1] in requested
 
 def test_a_copy_whose_max_timestamp_is_the_bound_is_not_skipped(s3, tier, tier_metadata):
     """Kafka's rule: a copy may hold the first offset with timestamp >= T unless its max
