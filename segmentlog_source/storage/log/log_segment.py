@@ -378,32 +378,20 @@ class LogSegment:
 
     @property
     def judged_by_batches(self) -> bool:
-        """Whether the segment's largest timestamp and log end come from its batches alone, not
-        its indexes: a closed segment of at most CONFIRMING_READ_BYTES on an object store,
-        whose `.log` a lookup by timestamp reads whole with its first header anyway
-        (segment_order.confirm_names). Its `.timeindex` and `.index` would cost a request or
-        two each and tell nothing the batches do not; a lookup passing over it reads neither."""
-        return (not self.active and self.vouched is None
-                and getattr(self.fs, "prefetch_range", None) is not None
-                and 0 < self.size <= CONFIRMING_READ_BYTES)
+        """Whether the largest timestamp and log end come from the batches, not the indexes: a
+        closed segment of at most CONFIRMING_READ_BYTES on an object store, whose `.log` a lookup
+        reads whole with its first header (segment_order.confirm_names; so it reads neither)."""
+        return (not (self.active or self.rebuild_bad_indexes) and self.vouched is None and 0 <
+                self.size <= CONFIRMING_READ_BYTES and hasattr(self.fs, "prefetch_range"))
 
     def _largest_of_batches(self) -> tuple[int, int]:
-        """(largest timestamp, last offset of the first batch holding it), or (-1, base offset)
-        when no batch has a timestamp, from every batch of the `.log`: each one's CRC (which
-        covers its maxTimestamp and last offset delta) checked, its offsets above the base and
-        after the batch before it. Exactly what a time index's last entry says of a sound
-        segment, so a lookup's pass-over decisions are Kafka's; the walk reaches the end, so
-        the segment's next offset is known too (next_offset_seen)."""
-        best, previous = (-1, self.base_offset), None
-        for header, _ in self.iter_entries(0, self.size, chunk_bytes=self.size,
-                                           verify_crc=True):
-            first = header.base_offset if header.first_offset_known else header.last_offset
-            self._check_above_base(header, first)
-            self._check_follows(header, first, previous)
-            previous = header.last_offset
+        """A sound time index's last entry, from every batch (CRC-checked: _tail_headers)."""
+        best, last = (-1, self.base_offset), self.base_offset - 1
+        for header in self._tail_headers(-1, 0):
+            last = header.last_offset
             if header.max_timestamp > best[0]:   # (the first batch to reach it, as the index)
                 best = (header.max_timestamp, header.last_offset)
-        self._confirmed_next = self.base_offset if previous is None else previous + 1
+        self._confirmed_next = last + 1
         return best
 
     def skipped_by_metadata(self, timestamp: int) -> bool:
