@@ -167,6 +167,12 @@ class ObjectStoreFileSystem:
         view.stats.add(0)   # the listing (one request per 1000 keys; counted as one)
         return view
 
+    @property
+    def listed(self) -> bool:
+        """Whether this view's listing was answered (with_tree): the store is there and takes
+        these credentials, so requests in parallel will not all be refused alike."""
+        return self._tree is not None
+
     def _info(self, path: str) -> pafs.FileInfo:
         info = self.request("metadata", path,
                             lambda: self.arrow_fs.get_file_info(native_path(path)))
