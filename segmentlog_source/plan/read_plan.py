@@ -23,6 +23,7 @@ from ..storage.io.in_order import each_in_order
 from ..storage.io.stats import IOStats
 from ..storage.log.log_directory import find_partitions
 from ..storage.log.partition_log import PartitionLog
+from ..storage.log.segment_order import check_last_time_entry
 from .options import ReadOptions
 from .partition_sources import partition_sources, reads_metadata_log
 from .predicates import RowFilter
@@ -132,6 +133,8 @@ class _SegmentView:
         if self._log is not None:   # (the time floor skips segments on these)
             self._log.check_segment_order(through=self._index)
         confirmed = self._segment.max_timestamp_and_offset   # (the last entry, checked)
+        if self._segment.judged_by_batches:   # (judged without it: its last entry checked now)
+            check_last_time_entry(self._segment)
         timestamps, offsets = self._segment.time_index.arrays()
         if not self._segment.active and len(timestamps) == 0 and confirmed[0] >= 0:
             timestamps, offsets = np.array([confirmed[0]]), np.array([confirmed[1]])

@@ -16,6 +16,8 @@ import pytest
 from segmentlog_source.cli.generate import generate_log
 from segmentlog_source.errors import CorruptDataError, DataLossError
 from segmentlog_source.plan.options import parse_read_options
+from segmentlog_source.plan.predicates import RowFilter
+from segmentlog_source.plan.read_plan import plan_read
 from segmentlog_source.storage.io.filesystem import filesystem_for
 from segmentlog_source.storage.log.list_offsets import offset_for_timestamp
 from segmentlog_source.storage.log.log_segment import CONFIRMING_READ_BYTES
@@ -194,3 +196,39 @@ def test_damage_in_a_passed_over_log_is_an_error_naming_it(s3, bucket, tmp_path,
     assert name in str(moved.value)
     with pytest.raises(DataLossError, match="missing"):
         offset_for_timestamp(_s3_log(s3, cases["lost segment"]), target)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_time_index_read_after_all_is_checked_against_the_batches(s3, bucket, tmp_path,
+                                                                    seed):
+    """The segment that answers has its time index read (and the planner's time floor, WHERE
+    timestamp >= T, skips on every segment's entries): its last entry lowered below the
+    segment's largest timestamp, which the batches alone judged the segment by, is an error
+    naming the `.timeindex`, for ListOffsets and for the time floor alike."""
+    brute = _generate(tmp_path / "data", seed)
+    target, first = _targets(brute, seed, count=1)[0]
+    for victim in (first, first - 1):    # the answering segment; one the floor skips on
+        copy = tmp_path / f"lowered-{victim}"
+        shutil.copytree(tmp_path / "data", copy)
+        index = copy / "t-0" / f"{brute.log.segments[victim].base_offset:020d}.timeindex"
+        data = bytearray(index.read_bytes())
+        struct.pack_into(">q", data, len(data) - 12,
+                         struct.unpack_from(">q", data, len(data) - 12)[0] - 1)
+        index.write_bytes(bytes(data))
+        uri = f"{bucket}/lowered-{seed}-{victim}"
+        s3.upload_tree(copy, uri)
+        if victim == first:
+            with pytest.raises(CorruptDataError, match="last time index entry") as lookup:
+                offset_for_timestamp(_s3_log(s3, uri), target)
+            assert index.name in str(lookup.value)
+        with pytest.raises(CorruptDataError, match="last time index entry") as floor:
+            plan_read(parse_read_options({"path": uri, **s3.storage_options}),
+                      RowFilter(timestamp_lo_ms=target))
+        assert index.name in str(floor.value)
+    # intact, the floor starts at or below the records' answer
+    uri = f"{bucket}/intact-{seed}"
+    s3.upload_tree(tmp_path / "data", uri)
+    plan = plan_read(parse_read_options({"path": uri, **s3.storage_options}),
+                     RowFilter(timestamp_lo_ms=target))
+    starts = [t.offset_lo for g in plan.groups for t in g.tasks]
+    assert min(starts) <= brute.offset_for_timestamp(target)

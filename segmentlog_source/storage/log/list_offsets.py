@@ -6,7 +6,8 @@ over are outside every CRC).
 from __future__ import annotations
 
 from ...errors import BadOptionError
-from .segment_order import check_meets_next, check_passed_over, confirm_names
+from .segment_order import (check_last_time_entry, check_meets_next, check_passed_over,
+                            confirm_names)
 
 # ListOffsets special timestamps (§8.2)
 LATEST_TIMESTAMP = -1
@@ -51,6 +52,7 @@ def offset_for_timestamp(log, timestamp: int) -> int | None:
         if segment.largest_timestamp >= timestamp:
             if segment.judged_by_batches:   # (its indexes, not read ahead: both at once now)
                 segment.fs.prefetch((segment.index_path, segment.time_index_path))
+                check_last_time_entry(segment)
             found = segment.offset_for_timestamp(timestamp, log.log_start_offset)
             if found is None:   # (a segment with no timestamp says its mtime: go on)
                 log.pass_over(i)

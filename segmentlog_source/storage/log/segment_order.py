@@ -92,3 +92,25 @@ def check_meets_next(segment, following) -> None:
         raise CorruptDataError(f"the segment's batches run to offset {end - 1}, past the next "
                                f"segment's base offset {following.base_offset} "
                                f"({following.log_path})", segment.log_path, None)
+
+
+def check_last_time_entry(segment) -> None:
+    """A segment judged by its batches (LogSegment.judged_by_batches) whose time index is read
+    after all, to answer a lookup from or to skip on its entries (the time floor): its last
+    entry is checked as it is where a lookup judges by it (max_timestamp_and_offset), against
+    the batches read already: the batch holding its offset has its timestamp, and that is the
+    segment's largest."""
+    if not len(segment.time_index):
+        return
+    timestamp, offset = segment.time_index.last_entry()
+    largest = segment.max_timestamp_and_offset[0]
+    holder = next((h for h, _ in segment.iter_headers() if h.last_offset >= offset), None)
+    if holder is None or (holder.first_offset_known and holder.base_offset > offset):
+        raise CorruptDataError(f"time index entry ({timestamp}, {offset}) names an offset no "
+                               f"batch holds", segment.time_index_path, None)
+    if holder.max_timestamp != timestamp or timestamp != largest:
+        raise CorruptDataError(
+            f"the last time index entry ({timestamp}, {offset}) disagrees with the batches of "
+            f"{segment.log_path}: the one holding offset {offset} (at byte {holder.position}) "
+            f"has largest timestamp {holder.max_timestamp}, the segment {largest}",
+            segment.time_index_path, None)
