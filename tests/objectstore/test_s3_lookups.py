@@ -22,6 +22,7 @@ from segmentlog_source.storage.io.filesystem import filesystem_for
 from segmentlog_source.storage.log.list_offsets import offset_for_timestamp
 from segmentlog_source.storage.log.log_segment import CONFIRMING_READ_BYTES
 from segmentlog_source.storage.log.partition_log import PartitionLog
+from tests.conftest import shared_fixture
 from tests.storage.helpers import BruteForce
 
 START = 1_700_000_000_000
@@ -232,3 +233,29 @@ def test_a_time_index_read_after_all_is_checked_against_the_batches(s3, bucket, 
                      RowFilter(timestamp_lo_ms=target))
     starts = [t.offset_lo for g in plan.groups for t in g.tasks]
     assert min(starts) <= brute.offset_for_timestamp(target)
+
+
+REAL = shared_fixture("kafka-real")
+REAL_CLOSED = sorted(p for p in REAL.glob("*/*") if p.is_dir() and len(list(p.glob("*.log"))) > 1)
+
+
+@pytest.mark.parametrize("partition", REAL_CLOSED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_broker_written_segments_judged_by_their_batches_answer_as_their_indexes(
+        s3, bucket, tmp_path, partition):
+    """Broker-written partitions with closed segments (compacted ones among them): every
+    lookup on S3, passing over or answering from segments judged by their batches, answers
+    what the records say, as the local read through the indexes does."""
+    copy = tmp_path / partition.parent.name
+    (copy / partition.name).parent.mkdir(parents=True)
+    shutil.copytree(partition, copy / partition.name)
+    uri = f"{bucket}/real/{partition.parent.name}"
+    s3.upload_tree(copy, uri)
+    local = PartitionLog.open(str(copy / partition.name))
+    brute = BruteForce(local)
+    fs, path = filesystem_for(uri, parse_read_options({"path": uri, **s3.storage_options}).store)
+    remote = PartitionLog.open(f"{path}/{partition.name}", fs.with_tree(path))
+    assert any(s.judged_by_batches for s in remote.segments)
+    for target in sorted({t + d for t in brute.record_timestamps() for d in (-1, 0, 1)}):
+        expected = brute.offset_for_timestamp(target)
+        assert offset_for_timestamp(remote, target) == expected, target
+        assert offset_for_timestamp(local, target) == expected, target
