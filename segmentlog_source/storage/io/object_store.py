@@ -150,8 +150,7 @@ class ObjectStoreFileSystem:
         """A view of this store that lists everything under `root` now, in one listing, and
         answers metadata questions under `root` from it (a planner's snapshot of the log)."""
         root = root.rstrip("/")
-        infos = self.request("listing", root, lambda: self.arrow_fs.get_file_info(
-            pafs.FileSelector(native_path(root), recursive=True, allow_not_found=True)))
+        infos, listings = self._list_tree(root)
         tree = _Tree(root)
         base = native_path(root)
         for info in infos:
@@ -164,8 +163,28 @@ class ObjectStoreFileSystem:
                 tree.children.setdefault(parent, set()).add(posixpath.basename(child))
                 child, parent = parent, posixpath.dirname(parent)
         view = ObjectStoreFileSystem(self.store, self.arrow_fs, self.config, tree)
-        view.stats.add(0)   # the listing (one request per 1000 keys; counted as one)
+        for _ in range(listings):   # (one request per 1000 keys; each listing counted as one)
+            view.stats.add(0)
         return view
+
+    def _list_tree(self, root: str) -> tuple[list[pafs.FileInfo], int]:
+        """Every file and directory under `root`, and how many listings that took: `root`'s
+        own entries, then each directory below it listed whole, `parallelism` at once. (One
+        listing of the whole tree pages through it 1000 keys a request, one after the other:
+        1.5-2 s of a 20-partition data directory on moto, before any partition is planned.)"""
+        def listing(path: str, recursive: bool) -> list[pafs.FileInfo]:
+            return self.request("listing", path, lambda: self.arrow_fs.get_file_info(
+                pafs.FileSelector(native_path(path), recursive=recursive,
+                                  allow_not_found=True)))
+
+        top = listing(root, False)
+        base = native_path(root)
+        below = [root + i.path[len(base):] for i in top if i.type == pafs.FileType.Directory]
+        if not below:
+            return top, 1
+        with ThreadPoolExecutor(max_workers=min(self.config.parallelism, len(below))) as pool:
+            found = list(pool.map(lambda path: listing(path, True), below))
+        return top + [i for infos in found for i in infos], 1 + len(below)
 
     @property
     def listed(self) -> bool:
