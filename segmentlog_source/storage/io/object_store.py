@@ -7,8 +7,9 @@ Lake / Blob, HDFS). This module adds what a log reader needs on top of it:
   layer, so errors and plans name the object a user can find;
 - every request is retried with exponential backoff when the failure may pass (throttling, 5xx,
   a dropped connection), then fails with an error naming the object and byte range;
-- a planner lists a whole log tree in one paginated listing (`with_tree`) and answers every
-  later "exists / is it a directory / how big" from it, instead of one request per question;
+- a planner lists a whole log tree at once (`with_tree`: a listing per directory, in parallel)
+  and answers every later "exists / is it a directory / how big" from it, instead of one
+  request per question;
 - small files (indexes, checkpoints) are read in parallel (`prefetch`);
 - writing is refused before anything is written: objects cannot be appended to, truncated or
   renamed atomically, which the writer's exactly-once commit relies on (README, "Object stores").
@@ -147,7 +148,7 @@ class ObjectStoreFileSystem:
 
     # -- listing -------------------------------------------------------------------------------
     def with_tree(self, root: str) -> "ObjectStoreFileSystem":
-        """A view of this store that lists everything under `root` now, in one listing, and
+        """A view of this store that lists everything under `root` now (_list_tree) and
         answers metadata questions under `root` from it (a planner's snapshot of the log)."""
         root = root.rstrip("/")
         infos, listings = self._list_tree(root)
