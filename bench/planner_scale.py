@@ -16,6 +16,10 @@ requests), and on S3 every request the server saw. Three plans of each locally, 
 * time range 0.1%: startingTimestamp/endingTimestamp over 0.1% of the year, from 30% of it.
 Targets: a full scan planned in <= 60 s and <= 1000 MB above the baseline; the 0.1% time range
 in <= 5 s.
+
+SEGMENTLOG_BENCH_PLANNER_BEFORE=<a source tree> (e.g. `git archive <commit> | tar -x -C DIR`)
+plans the S3 side with that tree's planner too, against the same server and upload, one
+before the other for each query: rows "S3, before" beside "S3".
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ REPETITIONS = 3       # locally; on S3 one (each plan waits minutes on moto's re
 # 4 and 17 min of plans), so `make bench` plans 20 partitions there (2,100 segments);
 # SEGMENTLOG_BENCH_PLANNER_S3_PARTITIONS=200 measures the whole tree.
 S3_PARTITIONS = int(os.environ.get("SEGMENTLOG_BENCH_PLANNER_S3_PARTITIONS", "20"))
+BEFORE = os.environ.get("SEGMENTLOG_BENCH_PLANNER_BEFORE")   # another source tree, planned too
 FULL_SECONDS, FULL_MB, RANGE_SECONDS = 60.0, 1000.0, 5.0
 
 
@@ -96,33 +101,44 @@ def _peak_rss_kb() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-def run_child(options: dict | None) -> dict:
+def run_child(options: dict | None, source: Path = REPO) -> dict:
+    """One plan in a fresh interpreter, with the planner (and this module's child) of the
+    source tree `source`: this repository's unless a "before" tree is compared."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
+        [str(source)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
     done = subprocess.run([sys.executable, "-m", "bench.planner_scale", "--child",
-                           json.dumps({"options": options})], cwd=REPO, env=env,
+                           json.dumps({"options": options})], cwd=source, env=env,
                           capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"planning child failed: {done.stderr.strip()[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def measure(side: str, path: str, extra: dict, repetitions: int, s3=None) -> dict:
-    """{query: {runs: [child results], baseline_mb, s3_requests}} for one copy of the tree."""
-    baseline = statistics.median(run_child(None)["max_rss_mb"] for _ in range(2))
-    out = {}
+def measure(side: str, path: str, extra: dict, repetitions: int, s3=None,
+            sources: dict[str, Path] | None = None) -> dict[str, dict]:
+    """{side: {query: {runs: [child results], baseline_mb, s3_requests}}} for one copy of the
+    tree, planned by each source tree of `sources` ({side: tree}; default this one), the
+    trees taking turns for each query."""
+    sources = sources or {side: REPO}
+    baselines = {s: statistics.median(run_child(None, tree)["max_rss_mb"] for _ in range(2))
+                 for s, tree in sources.items()}
+    out: dict[str, dict] = {s: {} for s in sources}
     for name, query in QUERIES.items():
-        runs, served = [], []
         for _ in range(repetitions):
-            if s3 is not None:
-                s3.reset_counts()
-            runs.append(run_child({"path": path, **query, **extra}))
-            if s3 is not None:
-                served.append(len(s3.requests()))
-        out[name] = {"runs": runs, "baseline_mb": baseline, "s3_requests": served}
-        print(f"   {side} {name}: {statistics.median(r['seconds'] for r in runs):.2f} s, "
-              f"{max(r['max_rss_mb'] for r in runs) - baseline:.0f} MB, "
-              f"{runs[0]['planner_requests']} requests", file=sys.stderr, flush=True)
+            for s, tree in sources.items():
+                if s3 is not None:
+                    s3.reset_counts()
+                result = run_child({"path": path, **query, **extra}, tree)
+                m = out[s].setdefault(name, {"runs": [], "baseline_mb": baselines[s],
+                                             "s3_requests": []})
+                m["runs"].append(result)
+                if s3 is not None:
+                    m["s3_requests"].append(len(s3.requests()))
+        for s in sources:
+            runs = out[s][name]["runs"]
+            print(f"   {s} {name}: {statistics.median(r['seconds'] for r in runs):.2f} s, "
+                  f"{max(r['max_rss_mb'] for r in runs) - baselines[s]:.0f} MB, "
+                  f"{runs[0]['planner_requests']} requests", file=sys.stderr, flush=True)
     return out
 
 
@@ -161,7 +177,7 @@ def run(repetitions: int = REPETITIONS) -> list[dict]:
     info = json.loads((path.parent / f"{path.name}.json").read_text())
     data = (f"{info['records']:,} records, 200 partitions, {info['segments']:,} segments of "
             f"8 KiB, {info['log_bytes'] / MB:,.0f} MB of .log, a year of timestamps")
-    rows = rows_of("local", measure("local", str(path), {}, repetitions), data)
+    rows = rows_of("local", measure("local", str(path), {}, repetitions)["local"], data)
     partitions = S3_PARTITIONS
     with S3Server() as s3, tempfile.TemporaryDirectory(dir=CACHE) as subset:
         if partitions < PARAMS["partitions"]:     # hard links: no copy of the bytes
@@ -176,9 +192,12 @@ def run(repetitions: int = REPETITIONS) -> list[dict]:
                                "log")
         print(f"   uploaded in {upload_s:.0f} s", file=sys.stderr, flush=True)
         segments = info["segments"] * partitions // PARAMS["partitions"]
-        rows += rows_of("S3", measure("S3", uri, s3.storage_options, 1, s3),
-                        data + f"; on moto S3 (loopback; upload took {upload_s:.0f} s): "
-                        f"{partitions} of the partitions, {segments:,} segments")
+        sources = {"S3": REPO} if not BEFORE else {"S3, before": Path(BEFORE), "S3": REPO}
+        measured = measure("S3", uri, s3.storage_options, 1, s3, sources)
+        for side in sources:
+            rows += rows_of(side, measured[side],
+                            data + f"; on moto S3 (loopback; upload took {upload_s:.0f} s): "
+                            f"{partitions} of the partitions, {segments:,} segments")
     return rows
 
 

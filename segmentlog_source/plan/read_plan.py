@@ -23,6 +23,7 @@ from ..storage.io.in_order import each_in_order
 from ..storage.io.stats import IOStats
 from ..storage.log.log_directory import find_partitions
 from ..storage.log.partition_log import PartitionLog
+from ..storage.log.segment_order import check_last_time_entry
 from .options import ReadOptions
 from .partition_sources import partition_sources, reads_metadata_log
 from .predicates import RowFilter
@@ -121,6 +122,9 @@ class _SegmentView:
     def release(self) -> None:
         self._segment.release_indexes()
 
+    def skipped_by_metadata(self, timestamp_ms: int) -> bool:
+        return self._segment.skipped_by_metadata(timestamp_ms)
+
     def passed_over(self) -> None:
         if self._log is not None:
             self._log.pass_over(self._index)
@@ -129,6 +133,8 @@ class _SegmentView:
         if self._log is not None:   # (the time floor skips segments on these)
             self._log.check_segment_order(through=self._index)
         confirmed = self._segment.max_timestamp_and_offset   # (the last entry, checked)
+        if self._segment.judged_by_batches:   # (judged without it: its last entry checked now)
+            check_last_time_entry(self._segment)
         timestamps, offsets = self._segment.time_index.arrays()
         if not self._segment.active and len(timestamps) == 0 and confirmed[0] >= 0:
             timestamps, offsets = np.array([confirmed[0]]), np.array([confirmed[1]])
@@ -399,12 +405,15 @@ def _parallelism(partitions) -> int:
 def _each_in_order(plan_one, partitions, parallelism: int):
     """plan_one(p) for each partition, in order; with `parallelism` > 1 in threads. The first
     failure in partition order is the one raised, as if they were planned one by one. The
-    first partition is planned alone: a store that refuses every request (access denied, no
-    such bucket) fails one request, not one per thread."""
-    if partitions:
+    first partition is planned alone unless its store answered a listing of the tree already:
+    a store that refuses every request (access denied, no such bucket) fails one request, not
+    one per thread. (A listed one, planned alone first, kept the other threads idle for a
+    partition's worth of sequential requests: 0.7-2.6 s of a 20-partition time range on moto.)"""
+    if partitions and not getattr(partitions[0].fs, "listed", False):
         yield plan_one(partitions[0])
-        # (a partition's plan is small: room for a few per thread keeps them all busy)
-        yield from each_in_order(plan_one, partitions[1:], parallelism, ahead=4 * parallelism)
+        partitions = partitions[1:]
+    # (a partition's plan is small: room for a few per thread keeps them all busy)
+    yield from each_in_order(plan_one, partitions, parallelism, ahead=4 * parallelism)
 
 
 # How many times a partition is listed again when a file it listed is gone before the planner

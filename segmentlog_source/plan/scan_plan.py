@@ -56,6 +56,10 @@ class SegmentView(Protocol):
         """The offsets the last entries of the segment's indexes name, active or not: files
         other than the `.log` that confirm the offsets of the batches holding them."""
 
+    def skipped_by_metadata(self, timestamp_ms: int) -> bool:
+        """Whether what vouches for the segment's offsets (a remote copy's metadata) says no
+        record of it has a timestamp >= `timestamp_ms`: passed over without its indexes."""
+
     def passed_over(self) -> None:
         """A lookup by timestamp skips the segment whole: raise if it does not end where the
         next segment begins (a segment lost or moved from there could have held a match)."""
@@ -140,6 +144,9 @@ def timestamp_floor_offset(part: PartitionView, timestamp_ms: int) -> int | None
         # Records without a timestamp carry -1, and a time index never holds them.
         return part.log_start_offset if part.segments else None
     for seg in part.segments:
+        if seg.skipped_by_metadata(timestamp_ms):
+            seg.passed_over()
+            continue
         entries = seg.time_index_entries()
         if entries is None:
             return seg.base_offset          # not trusted: this segment may hold anything

@@ -51,6 +51,9 @@ class FakeSegment:
     def confirm_records(self, offset):
         pass   # (the fake's batches hold what they claim)
 
+    def skipped_by_metadata(self, timestamp_ms):
+        return False   # (local segments: no metadata vouches for them)
+
     def passed_over(self):
         pass   # (the fake's segments meet: make_partition lays them end to end)
 

@@ -6,7 +6,8 @@ over are outside every CRC).
 from __future__ import annotations
 
 from ...errors import BadOptionError
-from .segment_order import check_meets_next, check_passed_over, confirm_names
+from .segment_order import (check_last_time_entry, check_meets_next, check_passed_over,
+                            confirm_names)
 
 # ListOffsets special timestamps (§8.2)
 LATEST_TIMESTAMP = -1
@@ -36,11 +37,22 @@ def offset_for_timestamp(log, timestamp: int) -> int | None:
     if timestamp < 0:
         raise BadOptionError("timestamp", timestamp, "must be >= 0, or -1, -2, -3")
     for i, segment in enumerate(segments):
-        if i % LOOKUP_PREFETCH == 0:   # (object stores: the indexes it may pass over next)
+        if i % LOOKUP_PREFETCH == 0:   # (object stores: the indexes it may pass over next;
+            # none of a segment judged by its batches, whose `.log` confirm_names reads whole)
             log.fs.prefetch(p for s in segments[i:i + LOOKUP_PREFETCH]
-                            if not s.active for p in (s.index_path, s.time_index_path))
+                            if not s.active and not s.skipped_by_metadata(timestamp)
+                            and not s.judged_by_batches
+                            for p in (s.index_path, s.time_index_path))
         log.check_segment_order(through=i)
+        if segment.skipped_by_metadata(timestamp):
+            # (a remote copy whose metadata's max timestamp is below: Kafka's remote ListOffsets
+            # passes over it on that alone, and so does this, reading none of its files)
+            log.pass_over(i)
+            continue
         if segment.largest_timestamp >= timestamp:
+            if segment.judged_by_batches:   # (its indexes, not read ahead: both at once now)
+                segment.fs.prefetch((segment.index_path, segment.time_index_path))
+                check_last_time_entry(segment)
             found = segment.offset_for_timestamp(timestamp, log.log_start_offset)
             if found is None:   # (a segment with no timestamp says its mtime: go on)
                 log.pass_over(i)

@@ -35,7 +35,8 @@ class LogSegment:
     def __init__(self, directory: str, base_offset: int, fs=LOCAL, *, log_path: str | None = None,
                  active: bool = False, max_index_bytes: int = DEFAULT_MAX_INDEX_BYTES,
                  stats: IOStats | None = None, rebuild_bad_indexes: bool = False,
-                 files_prefix: str | None = None, read_once: bool = False):
+                 files_prefix: str | None = None, read_once: bool = False,
+                 vouched: tuple[int, int] | None = None):
         self.directory = directory
         self.base_offset = base_offset
         self.fs = fs
@@ -61,6 +62,12 @@ class LogSegment:
         self._size: int | None = None
         self._confirmed_max: tuple[int, int] | None = None
         self._confirmed_next: int | None = None
+        # (max timestamp, next offset) of a remote copy, from its __remote_log_metadata record
+        # (CRC-covered by its batch): lookups pass over the copy on them, reading none of its
+        # files, as Kafka's remote ListOffsets does (skipped_by_metadata).
+        self.vouched = vouched
+        if vouched is not None:
+            self._confirmed_next = vouched[1]
         # Salvaging, an index that fails its checks is rebuilt from the `.log` (in memory)
         # instead of failing the read; index_problem says why.
         self.rebuild_bad_indexes = rebuild_bad_indexes
@@ -347,6 +354,8 @@ class LogSegment:
         names (ListOffsets skips whole segments on it)."""
         if self.active:
             return self._tail_summary()[1:3]
+        if self._confirmed_max is None and self.judged_by_batches:
+            self._confirmed_max = self._largest_of_batches()
         if self._confirmed_max is None:
             timestamp, offset = self.time_index.last_entry()
             if len(self.time_index) == 0 and self.size > 0:
@@ -366,6 +375,29 @@ class LogSegment:
                 self._confirm_largest(timestamp, offset, header)
             self._confirmed_max = (timestamp, offset)
         return self._confirmed_max
+
+    @property
+    def judged_by_batches(self) -> bool:
+        """Whether the largest timestamp and log end come from the batches, not the indexes: a
+        closed segment of at most CONFIRMING_READ_BYTES on an object store, whose `.log` a lookup
+        reads whole with its first header (segment_order.confirm_names; so it reads neither)."""
+        return (not (self.active or self.rebuild_bad_indexes) and self.vouched is None and 0 <
+                self.size <= CONFIRMING_READ_BYTES and hasattr(self.fs, "prefetch_range"))
+
+    def _largest_of_batches(self) -> tuple[int, int]:
+        """A sound time index's last entry, from every batch (CRC-checked: _tail_headers)."""
+        best, last = (-1, self.base_offset), self.base_offset - 1
+        for header in self._tail_headers(-1, 0):
+            last = header.last_offset
+            if header.max_timestamp > best[0]:   # (the first batch to reach it, as the index)
+                best = (header.max_timestamp, header.last_offset)
+        self._confirmed_next = last + 1
+        return best
+
+    def skipped_by_metadata(self, timestamp: int) -> bool:
+        """Whether the copy's metadata says none of its records has a timestamp >= `timestamp`
+        (its max timestamp is below it; one of -1, no timestamp at all, decides nothing)."""
+        return self.vouched is not None and 0 <= self.vouched[0] < timestamp
 
     @property
     def largest_timestamp(self) -> int:
@@ -508,7 +540,7 @@ class LogSegment:
         self._tail = None
         self._size = None
         self._confirmed_max = None
-        self._confirmed_next = None
+        self._confirmed_next = None if self.vouched is None else self.vouched[1]
 
 
 def relative_offset_fits(base_offset: int, offset):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ...errors import CorruptDataError, DataLossError
 from ...format.batch import V2_HEADER_SIZE
 from .batch_sequence import shaped_by_cleaner
+from .log_segment import CONFIRMING_READ_BYTES
 
 
 def check_segment_order(segments, after=None) -> bool:
@@ -22,8 +23,8 @@ def check_segment_order(segments, after=None) -> bool:
     or shaped by it)."""
     cleaned = False
     for segment, following in zip(segments, list(segments[1:]) + [after]):
-        if segment.size == 0:
-            continue
+        if segment.vouched is not None or segment.size == 0:
+            continue      # (a remote copy's offsets are its CRC-covered metadata's)
         scan = segment.iter_headers(chunk_bytes=V2_HEADER_SIZE, allow_torn_tail=segment.active)
         header = next(iter(scan), (None,))[0]
         if header is None:
@@ -58,8 +59,14 @@ def confirm_names(segments, confirmed: int, want: int, fs, window: int) -> tuple
     if want < count:     # (a lookup goes on: the next window's headers in one go)
         want = min(count, max(want, confirmed + window))
     batch = segments[confirmed:want]
-    # (object stores: the window's first headers, read in parallel beforehand)
-    fs.prefetch((s.log_path for s in batch), head_bytes=V2_HEADER_SIZE)
+    # (object stores: the window's first headers, read in parallel beforehand; a segment of
+    # a few KiB whole, in the same one request: a lookup passing over it reads its last
+    # batches next, to confirm its largest timestamp)
+    probed = [s for s in batch if s.vouched is None]
+    small = [] if getattr(fs, "prefetch_range", None) is None else \
+        [s for s in probed if s.size <= CONFIRMING_READ_BYTES]
+    fs.prefetch(s.log_path for s in small)
+    fs.prefetch((s.log_path for s in probed if s not in small), head_bytes=V2_HEADER_SIZE)
     cleaned = check_segment_order(batch, segments[want] if want < count else None)
     return want, cleaned
 
@@ -85,3 +92,25 @@ def check_meets_next(segment, following) -> None:
         raise CorruptDataError(f"the segment's batches run to offset {end - 1}, past the next "
                                f"segment's base offset {following.base_offset} "
                                f"({following.log_path})", segment.log_path, None)
+
+
+def check_last_time_entry(segment) -> None:
+    """A segment judged by its batches (LogSegment.judged_by_batches) whose time index is read
+    after all, to answer a lookup from or to skip on its entries (the time floor): its last
+    entry is checked as it is where a lookup judges by it (max_timestamp_and_offset), against
+    the batches read already: the batch holding its offset has its timestamp, and that is the
+    segment's largest."""
+    if not len(segment.time_index):
+        return
+    timestamp, offset = segment.time_index.last_entry()
+    largest = segment.max_timestamp_and_offset[0]
+    holder = next((h for h, _ in segment.iter_headers() if h.last_offset >= offset), None)
+    if holder is None or (holder.first_offset_known and holder.base_offset > offset):
+        raise CorruptDataError(f"time index entry ({timestamp}, {offset}) names an offset no "
+                               f"batch holds", segment.time_index_path, None)
+    if holder.max_timestamp != timestamp or timestamp != largest:
+        raise CorruptDataError(
+            f"the last time index entry ({timestamp}, {offset}) disagrees with the batches of "
+            f"{segment.log_path}: the one holding offset {offset} (at byte {holder.position}) "
+            f"has largest timestamp {holder.max_timestamp}, the segment {largest}",
+            segment.time_index_path, None)

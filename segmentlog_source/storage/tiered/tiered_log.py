@@ -38,6 +38,9 @@ class LiveCopies:
     last_offsets: dict[str, int] = field(default_factory=dict)   # segment id -> the metadata's
     cuts: dict[str, int] = field(default_factory=dict)  # segment id -> where a later copy starts
     off_lineage: list = field(default_factory=list)   # (first, last, segment id) left aside
+    # segment id -> (max timestamp, next offset) of a copy read whole, from its metadata
+    # record: what lookups by timestamp pass over it on (LogSegment.vouched)
+    vouched: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def from_metadata(metadata, copies: list[RemoteCopy], topic_id: str, partition: int, *,
@@ -73,6 +76,9 @@ def from_metadata(metadata, copies: list[RemoteCopy], topic_id: str, partition: 
         live.last_offsets[copy.segment_id] = segment.last_offset
         if segment.last_offset < segment.end_offset:
             live.cuts[copy.segment_id] = segment.last_offset + 1
+        elif copy.start_offset == segment.start_offset:   # (its name agrees with its record)
+            live.vouched[copy.segment_id] = (segment.metadata.max_timestamp,
+                                             segment.end_offset + 1)
     start = live.log_start_offset or 0
     name = f"{copies[0].topic}-{partition}" if copies else f"topic id {topic_id} {partition}"
     for first, last in result.gaps:
@@ -120,10 +126,10 @@ def tiered_log(name: str, live: LiveCopies, local: PartitionLog | None, copy_fs,
         else None
     remote = [c for c in live.copies if first_local is None or c.start_offset < first_local]
 
-    def segment(copy: RemoteCopy, fs) -> LogSegment:
+    def segment(copy: RemoteCopy, fs, vouched=None) -> LogSegment:
         return LogSegment(copy.prefix.rsplit("/", 1)[0], copy.start_offset, fs,
                           log_path=copy.log_path, files_prefix=copy.prefix, stats=stats,
-                          rebuild_bad_indexes=salvage)
+                          rebuild_bad_indexes=salvage, vouched=vouched)
 
     segments = []
     for i, copy in enumerate(remote):
@@ -135,7 +141,9 @@ def tiered_log(name: str, live: LiveCopies, local: PartitionLog | None, copy_fs,
         if cut is not None:      # read up to where the later copy starts (cut_copy.py)
             end = cut_position(segment(copy, fs), cut, name)
             fs = CutCopyFiles(fs, copy.prefix, copy.start_offset, cut, end)
-        segments.append(segment(copy, fs))
+        # (salvaging, the files decide: the metadata vouches for no damaged copy's bytes)
+        segments.append(segment(copy, fs, None if cut is not None or salvage
+                                else live.vouched.get(copy.segment_id)))
     for before, after in zip(remote, remote[1:]):
         if after.start_offset <= before.start_offset:   # (where a copy ends, the batches and
             # the next base offset say: the executor checks them as in a local log)
