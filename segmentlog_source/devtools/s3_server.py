@@ -91,12 +91,12 @@ class _Handler(BaseHTTPRequestHandler):
             payload = (f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{fault.code}</Code>'
                        f'<Message>injected by the test server</Message></Error>').encode()
             payload = b"" if self.command == "HEAD" else payload
+            self._record(key, parts.query, fault.status, len(payload))
             self.send_response(fault.status)
             self.send_header("Content-Type", "application/xml")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
             self.wfile.write(payload)
-            self._record(key, parts.query, fault.status, len(payload))
             return
         conn = http.client.HTTPConnection(*self.state.upstream, timeout=120)
         try:
@@ -106,6 +106,9 @@ class _Handler(BaseHTTPRequestHandler):
             data = resp.read()
         finally:
             conn.close()
+        # (recorded before the client can have its answer: recorded after, a test that counts
+        # from a reset made once the answer is in sees the request land in its count)
+        self._record(key, parts.query, resp.status, len(data))
         self.send_response(resp.status)
         for name, value in resp.getheaders():
             if name.lower() not in ("transfer-encoding", "connection", "content-length"):
@@ -115,7 +118,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
-        self._record(key, parts.query, resp.status, len(data))
 
     def _record(self, key: str, query: str, status: int, nbytes: int) -> None:
         with self.state.lock:
