@@ -398,8 +398,7 @@ def _prefetch(segments) -> None:
 def _parallelism(partitions) -> int:
     """How many partitions to plan at once: on object stores, their `parallelism` (planning
     waits on requests, one at a time per partition); locally one (it waits on the CPU)."""
-    return min((getattr(getattr(p.fs, "config", None), "parallelism", 1) for p in partitions),
-               default=1)
+    return min((p.fs.parallelism for p in partitions), default=1)
 
 
 def _each_in_order(plan_one, partitions, parallelism: int):
@@ -409,7 +408,7 @@ def _each_in_order(plan_one, partitions, parallelism: int):
     a store that refuses every request (access denied, no such bucket) fails one request, not
     one per thread. (A listed one, planned alone first, kept the other threads idle for a
     partition's worth of sequential requests: 0.7-2.6 s of a 20-partition time range on moto.)"""
-    if partitions and not getattr(partitions[0].fs, "listed", False):
+    if partitions and not partitions[0].fs.listed:
         yield plan_one(partitions[0])
         partitions = partitions[1:]
     # (a partition's plan is small: room for a few per thread keeps them all busy)

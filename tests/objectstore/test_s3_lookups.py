@@ -222,10 +222,11 @@ def test_a_time_index_read_after_all_is_checked_against_the_batches(s3, bucket, 
             with pytest.raises(CorruptDataError, match="last time index entry") as lookup:
                 offset_for_timestamp(_s3_log(s3, uri), target)
             assert index.name in str(lookup.value)
+            assert lookup.value.position == len(data) - 12    # the last entry's byte
         with pytest.raises(CorruptDataError, match="last time index entry") as floor:
             plan_read(parse_read_options({"path": uri, **s3.storage_options}),
                       RowFilter(timestamp_lo_ms=target))
-        assert index.name in str(floor.value)
+        assert index.name in str(floor.value) and floor.value.position == len(data) - 12
     # intact, the floor starts at or below the records' answer
     uri = f"{bucket}/intact-{seed}"
     s3.upload_tree(tmp_path / "data", uri)

@@ -243,6 +243,12 @@ class LocalFileSystem:
     scheme = "file"
     immutable_objects = False   # a file may legitimately grow while a writer appends
     read_ahead_bytes = 2 * 1024 * 1024   # bytes per read of a segment scan (measured, bench/)
+    # Each read is a system call, not a request: a planner reads what it needs where it needs it
+    # (object_store.py's `warms_ranges`), plans partitions one by one (`parallelism`), and has
+    # no listing answered beforehand to vouch for the store (`listed`).
+    warms_ranges = False
+    parallelism = 1
+    listed = False
 
     def __init__(self):
         self.stats = IOStats()

@@ -92,6 +92,10 @@ class ObjectStoreFileSystem:
     """A store reached through pyarrow.fs, addressed by URIs. Read-only (see module doc)."""
 
     immutable_objects = True   # an object never grows: a changed size means it was replaced
+    # Every read is a request: `prefetch_range` reads a range of a listed file in one request
+    # and this view keeps it, so a planner reads a small segment whole at once rather than
+    # header by header (log_segment.py, segment_order.py).
+    warms_ranges = True
 
     def __init__(self, store: str, arrow_fs: pafs.FileSystem, config: StoreConfig,
                  tree: _Tree | None = None):
@@ -102,6 +106,11 @@ class ObjectStoreFileSystem:
     @property
     def read_ahead_bytes(self) -> int:
         return self.config.read_ahead_bytes
+
+    @property
+    def parallelism(self) -> int:
+        """How many requests this store is sent at once (the `fs.parallelism` option)."""
+        return self.config.parallelism
 
     def __repr__(self) -> str:
         return f"ObjectStoreFileSystem({self.store}, {self.config!r})"
@@ -183,7 +192,7 @@ class ObjectStoreFileSystem:
         below = [root + i.path[len(base):] for i in top if i.type == pafs.FileType.Directory]
         if not below:
             return top, 1
-        with ThreadPoolExecutor(max_workers=min(self.config.parallelism, len(below))) as pool:
+        with ThreadPoolExecutor(max_workers=min(self.parallelism, len(below))) as pool:
             found = list(pool.map(lambda path: listing(path, True), below))
         return top + [i for infos in found for i in infos], 1 + len(below)
 
@@ -281,7 +290,7 @@ class ObjectStoreFileSystem:
                 f.read_at(0, f.size() if head_bytes is None else head_bytes)
             return stats
 
-        with ThreadPoolExecutor(max_workers=min(self.config.parallelism, len(wanted))) as pool:
+        with ThreadPoolExecutor(max_workers=min(self.parallelism, len(wanted))) as pool:
             for stats in pool.map(fetch, wanted):
                 self.stats.merge(stats)
 

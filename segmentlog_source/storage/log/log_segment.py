@@ -382,7 +382,7 @@ class LogSegment:
         closed segment of at most CONFIRMING_READ_BYTES on an object store, whose `.log` a lookup
         reads whole with its first header (segment_order.confirm_names; so it reads neither)."""
         return (not (self.active or self.rebuild_bad_indexes) and self.vouched is None and 0 <
-                self.size <= CONFIRMING_READ_BYTES and hasattr(self.fs, "prefetch_range"))
+                self.size <= CONFIRMING_READ_BYTES and self.fs.warms_ranges)
 
     def _largest_of_batches(self) -> tuple[int, int]:
         """A sound time index's last entry, from every batch (CRC-checked: _tail_headers)."""
@@ -470,13 +470,12 @@ class LogSegment:
         it) and the segment's tail when that is near, which _confirm_largest reads next."""
         slot = self.offset_index.slot_for(offset - self.base_offset)
         position = self.offset_index.entry(slot)[1] if slot >= 0 else 0
-        warm = getattr(self.fs, "prefetch_range", None)   # (an object store's listing view)
-        if warm is not None and not (slot >= 0 and self.offset_index.entry(slot)[0] == offset):
+        if self.fs.warms_ranges and not (slot >= 0 and self.offset_index.entry(slot)[0] == offset):
             following = (self.offset_index.entry(slot + 1)[1]
                          if slot + 1 < len(self.offset_index) else self.size)
             end = following + V2_HEADER_SIZE
-            warm(self.log_path, position,
-                 self.size if self.size - end <= CONFIRMING_READ_BYTES else end, self.stats)
+            self.fs.prefetch_range(self.log_path, position, self.size if self.size - end <=
+                                   CONFIRMING_READ_BYTES else end, self.stats)
         return self.locate(offset, V2_HEADER_SIZE, entry_early=False)
 
     def _confirm_time_entry(self, timestamp: int, offset: int, header: BatchHeader) -> None:

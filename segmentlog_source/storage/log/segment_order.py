@@ -12,6 +12,7 @@ from ...errors import CorruptDataError, DataLossError
 from ...format.batch import V2_HEADER_SIZE
 from .batch_sequence import shaped_by_cleaner
 from .log_segment import CONFIRMING_READ_BYTES
+from .time_index import TIME_ENTRY_SIZE
 
 
 def check_segment_order(segments, after=None) -> bool:
@@ -63,8 +64,7 @@ def confirm_names(segments, confirmed: int, want: int, fs, window: int) -> tuple
     # a few KiB whole, in the same one request: a lookup passing over it reads its last
     # batches next, to confirm its largest timestamp)
     probed = [s for s in batch if s.vouched is None]
-    small = [] if getattr(fs, "prefetch_range", None) is None else \
-        [s for s in probed if s.size <= CONFIRMING_READ_BYTES]
+    small = [s for s in probed if s.size <= CONFIRMING_READ_BYTES] if fs.warms_ranges else []
     fs.prefetch(s.log_path for s in small)
     fs.prefetch((s.log_path for s in probed if s not in small), head_bytes=V2_HEADER_SIZE)
     cleaned = check_segment_order(batch, segments[want] if want < count else None)
@@ -103,14 +103,15 @@ def check_last_time_entry(segment) -> None:
     if not len(segment.time_index):
         return
     timestamp, offset = segment.time_index.last_entry()
+    at = (len(segment.time_index) - 1) * TIME_ENTRY_SIZE
     largest = segment.max_timestamp_and_offset[0]
     holder = next((h for h, _ in segment.iter_headers() if h.last_offset >= offset), None)
     if holder is None or (holder.first_offset_known and holder.base_offset > offset):
         raise CorruptDataError(f"time index entry ({timestamp}, {offset}) names an offset no "
-                               f"batch holds", segment.time_index_path, None)
+                               f"batch holds", segment.time_index_path, at)
     if holder.max_timestamp != timestamp or timestamp != largest:
         raise CorruptDataError(
             f"the last time index entry ({timestamp}, {offset}) disagrees with the batches of "
             f"{segment.log_path}: the one holding offset {offset} (at byte {holder.position}) "
             f"has largest timestamp {holder.max_timestamp}, the segment {largest}",
-            segment.time_index_path, None)
+            segment.time_index_path, at)

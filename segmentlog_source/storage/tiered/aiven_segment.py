@@ -53,6 +53,7 @@ class AivenSegmentFiles:
     IOStats, else in `self.stats`."""
 
     immutable_objects = True
+    warms_ranges = False   # (its own cache holds whole chunks: a planner reads it as a file)
 
     def __init__(self, fs, stem: str, *, manifest: bytes | None = None,
                  log_object: str | None = None, indexes_object: str | None = None,
