@@ -70,7 +70,7 @@ def test_a_pipeline_stopped_at_random_moments_while_its_input_grows(spark, tmp_p
     rng = random.Random(19)
     appender = Appender(tmp_path, seconds=12, seed=3)
     progress = []
-    for run in range(15):
+    for run in range(8):
         query = sp.start(spark, tmp_path, maxOffsetsPerTrigger=str(rng.choice([2000, 20000])))
         # A random moment once it reads: a query's start (its Python workers, importing) takes
         # 1 to 15 s, with the machine, which a fixed moment would mostly fall in; and every
@@ -124,16 +124,16 @@ def _run_driver(base: Path, after_s: float, ready=None) -> None:
         proc.wait()
 
 
-@pytest.mark.slow  # about two minutes: each driver needs several seconds to start
+@pytest.mark.slow  # about a minute and a half: each driver needs several seconds to start
 def test_sigkill_the_pipelines_driver_then_restart_from_the_checkpoint(spark, tmp_path):
     rng = random.Random(23)
     appender = Appender(tmp_path, seconds=20, seed=4)
     progress = []
-    for run in range(5):
+    for run in range(3):
         # A fresh driver takes several seconds to its first micro-batch (far longer on a loaded
-        # machine): the first three die at random moments, before it or in it; the last two a
+        # machine): the first two die at random moments, before it or in it; the last a
         # moment after one more micro-batch committed (or once nothing is left to read).
-        if run < 3:
+        if run < 2:
             _run_driver(tmp_path, rng.uniform(4.0, 12.0))
         else:
             before = _commits(tmp_path)
