@@ -57,6 +57,21 @@ def test_a_file_truncated_under_a_read_is_refused_and_nothing_short_is_kept(tmp_
     assert files.read_at(4096, 6000) == data[4096:10096]
 
 
+def test_past_its_budget_a_truncated_file_is_refused_too(tmp_path):
+    """Reads the budget cannot hold go to the store, and are held to the first size alike."""
+    data = random.Random(4).randbytes(10240)
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    files = ReadOnceFiles(LOCAL, str(path), IOStats(), budget=0)
+    assert files.read_at(100, 5000) == data[100:5100]
+    with open(path, "r+b") as f:
+        f.truncate(7000)
+    with pytest.raises(FileChangedError) as err:
+        files.read_at(6000, 2000)
+    assert err.value.path == str(path) and err.value.position == 7000
+    assert files.read_at(6000, 1000) == data[6000:7000]   # what is still there reads
+
+
 def test_one_budget_bounds_what_all_files_hold(tmp_path):
     data = random.Random(4).randbytes(4 * BLOCK_BYTES)
     paths = []

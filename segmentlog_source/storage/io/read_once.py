@@ -118,7 +118,8 @@ class ReadOnceFiles:
         first, last = position // BLOCK_BYTES, (end - 1) // BLOCK_BYTES
         missing = sum(1 for i in range(first, last + 1) if i not in self._blocks) * BLOCK_BYTES
         if missing and not self._budget.take(missing):
-            return self._fs.read_range(self._path, position, end - position, self._stats)
+            return self._whole(self._fs.read_range(self._path, position, end - position,
+                                                   self._stats), position, end - position)
         self._taken[0] += missing
         try:
             self._read_missing(first, last)
@@ -143,15 +144,20 @@ class ReadOnceFiles:
                 run_end += 1
             start = block * BLOCK_BYTES
             want = min((run_end + 1) * BLOCK_BYTES, self._size) - start
-            data = self._fs.read_range(self._path, start, want, self._stats)
-            if len(data) < want:    # the size read first promised these bytes
-                raise FileChangedError(
-                    f"shorter than when first read ({self._size} bytes then, it ends at byte "
-                    f"{start + len(data)} now): truncated meanwhile? run it again",
-                    self._path, start + len(data))
+            data = self._whole(self._fs.read_range(self._path, start, want, self._stats),
+                               start, want)
             for i in range(block, run_end + 1):
                 self._blocks[i] = data[(i - block) * BLOCK_BYTES:(i - block + 1) * BLOCK_BYTES]
             block = run_end + 1
+
+    def _whole(self, data: bytes, start: int, want: int) -> bytes:
+        """`data`, read at `start`, if it has the `want` bytes the size read first promised."""
+        if len(data) < want:
+            raise FileChangedError(
+                f"shorter than when first read ({self._size} bytes then, it ends at byte "
+                f"{start + len(data)} now): truncated meanwhile? run it again",
+                self._path, start + len(data))
+        return data
 
 
 def _give_back(budget: ReadOnceBudget, taken: list[int]) -> None:
