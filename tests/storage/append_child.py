@@ -6,11 +6,14 @@ it is the record's offset in a log they alone wrote), the batch is the RecordBat
 and the unit what one call made visible at once (a batch for `append`, a commit for `commit`).
 A reader checks each row on its own, and whether it ends on a whole batch or unit.
 
-    append PATH SEED SEGMENT_BYTES SECONDS   PartitionLog.append, paced over SECONDS (0: until
+    append PATH SEED SEGMENT_BYTES SECONDS [STOP_FILE]
+                                             PartitionLog.append, paced over SECONDS (0: until
                                              killed); `ready <leo>`, then `<first> <last>` after
                                              each append returned, `closed <leo>` at the end
-    commit LOG_DIR SEED SECONDS              committer.commit of jobs of several batches into
+    commit LOG_DIR SEED SECONDS [STOP_FILE]  committer.commit of jobs of several batches into
                                              partition `c-0`; `done <first> <last>` per commit
+    (with STOP_FILE, SECONDS is the least: the writer goes on until that file exists, for at
+    most MAX_SECONDS, so that a reader on a loaded machine gets to overlap its writes)
     hold PATH                                open_for_append, one batch, `locked <first> <last>`,
                                              then keeps the lock until stdin closes: `released`
     contend LOG_DIR NAME JOBS TIMEOUT_MS [PAUSE_MS GO_FILE]
@@ -41,6 +44,7 @@ TOPIC = "c"
 TIMESTAMP = 1_700_000_000_000
 GZIP = 1
 APPEND_BATCHES_PER_S = 600
+MAX_SECONDS = 120
 COMMITS_PER_S = 150
 
 
@@ -85,13 +89,23 @@ class Pacer:
             time.sleep(ahead)
 
 
-def append(path: str, seed: int, segment_bytes: int, seconds: float) -> None:
+def going_on(stop: float, stop_file: str | None) -> bool:
+    """Whether a writer told to write until the monotonic time `stop` (and then until
+    `stop_file` exists, when given) writes on."""
+    now = time.monotonic()
+    if now < stop:
+        return True
+    return stop_file is not None and now < stop + MAX_SECONDS and not os.path.exists(stop_file)
+
+
+def append(path: str, seed: int, segment_bytes: int, seconds: float,
+           stop_file: str | None = None) -> None:
     rng = random.Random(seed)
     log = PartitionLog.open_for_append(path, topic=TOPIC, partition=0,
                                        config=log_config(segment_bytes))
     print("ready", log.log_end_offset, flush=True)
     pacer, stop = Pacer(APPEND_BATCHES_PER_S), time.monotonic() + seconds
-    while seconds == 0 or time.monotonic() < stop:
+    while seconds == 0 or going_on(stop, stop_file):
         # now and then a batch of about 10 KB, whose write a SIGKILL can cut short
         count = 100 if rng.random() < 0.03 else rng.randint(1, 20)
         first, last = log.append(build_batch(log.log_end_offset, count, rng))
@@ -101,14 +115,14 @@ def append(path: str, seed: int, segment_bytes: int, seconds: float) -> None:
     print("closed", log.log_end_offset, flush=True)
 
 
-def commit(log_dir: str, seed: int, seconds: float) -> None:
+def commit(log_dir: str, seed: int, seconds: float, stop_file: str | None = None) -> None:
     from tests.storage.written_logs import stage  # (imports the decoder: not for `append`)
 
     rng = random.Random(seed)
     settings = committer.CommitSettings(log_config(16 * 1024), lock_timeout_ms=10_000)
     pacer, stop, n = Pacer(COMMITS_PER_S), time.monotonic() + seconds, 0
     for i in range(10**9):
-        if time.monotonic() >= stop:
+        if not going_on(stop, stop_file):
             break
         per_batch, count = rng.choice([1, 3, 10]), rng.randint(1, 40)
         values = []
@@ -174,9 +188,9 @@ def contend(log_dir: str, name: str, jobs: int, timeout_ms: int, pause_ms: int =
 if __name__ == "__main__":
     mode, args = sys.argv[1], sys.argv[2:]
     if mode == "append":
-        append(args[0], int(args[1]), int(args[2]), float(args[3]))
+        append(args[0], int(args[1]), int(args[2]), float(args[3]), *args[4:5])
     elif mode == "commit":
-        commit(args[0], int(args[1]), float(args[2]))
+        commit(args[0], int(args[1]), float(args[2]), *args[3:4])
     elif mode == "hold":
         hold(args[0])
     elif mode == "contend":

@@ -167,12 +167,14 @@ def test_reads_while_a_writer_writes_return_a_prefix_of_whole_batches(tmp_path, 
                                                                       writer):
     data = tmp_path / "data"
     part = partition_of(data)
+    overlapped = tmp_path / "overlapped"   # (the writer goes on past WRITE_SECONDS until then)
     if writer == "append":   # PartitionLog.append, one batch at a time
         child = children("writer", "append", str(part), "1", str(SEGMENT_BYTES),
-                         str(WRITE_SECONDS))
+                         str(WRITE_SECONDS), str(overlapped))
         child.wait_for("ready")
     else:                    # committer.commit, what Spark's writer calls: commits of batches
-        child = children("writer", "commit", str(data), "1", str(WRITE_SECONDS))
+        child = children("writer", "commit", str(data), "1", str(WRITE_SECONDS),
+                         str(overlapped))
         child.wait_for("done")
     rng = random.Random(16)
     failures: list[str] = []
@@ -193,6 +195,8 @@ def test_reads_while_a_writer_writes_return_a_prefix_of_whole_batches(tmp_path, 
         end, tail_reads = new_end, tail_reads + tail
         ends.add(end)
         inside_a_commit += not whole_unit
+        if reads >= 5 and len(ends) >= 3:
+            overlapped.touch()
     lines = child.finish()
     assert not failures, (f"{len(failures)} of {reads} reads failed while the writer wrote: "
                           f"{failures[:3]}")
