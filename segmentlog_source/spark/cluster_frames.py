@@ -9,13 +9,11 @@ as the same segmentlog error (CorruptDataError naming the file, byte and offset)
 
 from __future__ import annotations
 
-import json
 from typing import NamedTuple
 
-from .. import errors
 from ..storage.io.filesystem import filesystem_for
 from ..values.kafka_internal.cluster_state import cluster_state
-from .log_upkeep import _rebuilt, _udf
+from .one_task import run_in_one_task
 
 PARTITION = ("struct<partition: int, replicas: array<int>, isr: array<int>, leader: int, "
              "leader_epoch: int>")
@@ -41,18 +39,11 @@ def cluster(spark, path: str, *, at_offset: int | None = None,
     `path`, at the end of its metadata log, after offset `at_offset`, or at `at_time` (epoch
     ms). Secrets are "(redacted)" in `configs`."""
 
-    def replay(_) -> str:
-        try:
-            fs, root = filesystem_for(path)
-            return json.dumps(cluster_state(fs, root, at_offset=at_offset,
-                                            at_time=at_time).as_json())
-        except errors.SegmentLogError as err:
-            return json.dumps({"error": type(err).__name__, "args": err.__reduce__()[1]},
-                              default=str)
+    def replay() -> dict:
+        fs, root = filesystem_for(path)
+        return cluster_state(fs, root, at_offset=at_offset, at_time=at_time).as_json()
 
-    answer = json.loads(spark.range(0, 1, 1, 1).select(_udf(replay, "string")("id")).first()[0])
-    if "error" in answer:
-        raise _rebuilt(answer["error"], answer["args"])
+    answer = run_in_one_task(spark, replay)
     return ClusterFrames(**{
         name: spark.createDataFrame([tuple(row.values()) for row in answer[name]], schema)
         for name, schema in SCHEMAS.items()})   # each row's keys are in its schema's order

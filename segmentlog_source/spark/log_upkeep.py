@@ -22,14 +22,13 @@ executor (local[*], or a shared file system).
 
 from __future__ import annotations
 
-import json
 from typing import Iterable, Mapping
 
-from .. import errors
 from ..storage.log.log_directory import PartitionDir
 from ..storage.log.log_manager import LogManager
 from ..storage.log.offset_map import DEFAULT_DEDUPE_BUFFER_BYTES
 from ..values.kafka_internal.cluster_configs import metadata_topic_configs
+from .one_task import plain_udf, run_in_one_task
 
 COMPACTION_SCHEMA = ("topic string, partition int, passes int, first_dirty long, "
                      "cleaned_to long, records_read long, records_kept long, bytes_read long, "
@@ -69,7 +68,7 @@ def _run(spark, path: str, settings, task, schema: str) -> list[tuple]:
     parts = _plan(spark, path, settings)
     if not parts:
         return []
-    run = _udf(lambda index: task(path, settings, parts[index]), f"struct<{_struct(schema)}>")
+    run = plain_udf(lambda index: task(path, settings, parts[index]), f"struct<{_struct(schema)}>")
     one_row_each = spark.range(0, len(parts), 1, len(parts))
     return [tuple(r.done) for r in one_row_each.select(run("id").alias("done")).collect()]
 
@@ -77,40 +76,19 @@ def _run(spark, path: str, settings, task, schema: str) -> list[tuple]:
 def _plan(spark, path: str, settings) -> list[tuple[str, str, int]]:
     """The partitions under `path` with their configs checked, listed by one Spark task."""
 
-    def plan(_) -> str:
-        try:
-            manager = _manager(path, settings)
-            found = manager.partitions()
-            for part in found:
-                manager.config(part)
-        except errors.SegmentLogError as err:
-            # plain data crosses the process boundary: the class and its constructor's arguments
-            return json.dumps({"error": type(err).__name__, "args": err.__reduce__()[1]},
-                              default=str)
-        return json.dumps({"parts": [(p.path, p.topic, p.partition) for p in found]})
+    def plan() -> list:
+        manager = _manager(path, settings)
+        found = manager.partitions()
+        for part in found:
+            manager.config(part)
+        return [(p.path, p.topic, p.partition) for p in found]
 
-    answer = json.loads(spark.range(0, 1, 1, 1).select(_udf(plan, "string")("id")).first()[0])
-    if "error" in answer:
-        raise _rebuilt(answer["error"], answer["args"])
-    return [tuple(part) for part in answer["parts"]]
-
-
-def _udf(function, return_type: str):
-    from pyspark.sql.functions import udf
-
-    return udf(function, return_type, useArrow=False).asNondeterministic()
+    return [tuple(part) for part in run_in_one_task(spark, plan)]
 
 
 def _struct(schema: str) -> str:
     """A DDL column list ("a int, b long") as the fields of a struct type ("a: int, b: long")."""
     return ", ".join(": ".join(column.split()) for column in schema.split(","))
-
-
-def _rebuilt(name: str, args: list) -> errors.SegmentLogError:
-    cls = getattr(errors, name, None)
-    if not (isinstance(cls, type) and issubclass(cls, errors.SegmentLogError)):
-        return errors.SegmentLogError(f"{name}: {args}")
-    return cls(*args)
 
 
 def _compact_task(path: str, settings, part: tuple[str, str, int]) -> tuple:
