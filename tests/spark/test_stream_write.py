@@ -39,28 +39,39 @@ def test_stop_at_random_moments_and_restart_commits_every_row_once(spark, tmp_pa
 def test_a_reader_in_a_loop_sees_a_consistent_prefix_while_a_query_writes(spark, tmp_path):
     """Every read is, per partition, offsets 0..n-1 holding the first n expected ids in order:
     no gap, no duplicate, nothing out of order, while micro-batches (of several Kafka batches
-    per partition: maxRecordsPerBatch=2) are being appended."""
-    total = sq.write_inputs(tmp_path / "in", files=12, rows_per_file=40)
-    query = sq.start(spark, tmp_path, available_now=True, maxRecordsPerBatch="2")
-    sizes = []
-    while query.isActive or not sizes:
-        if not list((tmp_path / "out").glob("s-*/*.log")):  # the topic is not created yet
-            time.sleep(0.1)
-            continue
-        rows = (spark.read.format("segmentlog").load(str(tmp_path / "out"))
-                .select("partition", "offset", "value").collect())
-        by_partition: dict[int, list[tuple[int, int]]] = {}
-        for r in rows:
-            by_partition.setdefault(r.partition, []).append((r.offset, int(r.value)))
-        ids = {}
-        for p, pairs in by_partition.items():
-            pairs.sort()
-            assert [o for o, _ in pairs] == list(range(len(pairs)))  # contiguous from 0
-            ids[p] = [v for _, v in pairs]
-        sizes.append(sq.check_prefix(ids, total))
-    query.awaitTermination()
-    assert sizes == sorted(sizes) and len(set(sizes)) > 2  # it did read while rows arrived
-    assert sizes[-1] <= total
+    per partition: maxRecordsPerBatch=2) are being appended. The input arrives a file at a time,
+    the next once a read has seen the last: the reads overlap the writes however slow the
+    machine (all of it at once, a loaded machine once read it only before and after)."""
+    files = 12
+    total = sq.write_inputs(tmp_path / "waiting", files=files, rows_per_file=40)
+    (tmp_path / "in").mkdir()
+    query = sq.start(spark, tmp_path, maxRecordsPerBatch="2")
+    sizes, given, deadline = [], 0, time.monotonic() + 300
+    try:
+        while not sizes or sizes[-1] < total:
+            assert query.isActive and time.monotonic() < deadline, (sizes, given)
+            if given < files and (not sizes and given == 0 or sizes and sizes[-1] == given * 40):
+                name = f"part-{given:04d}.json"
+                os.rename(tmp_path / "waiting" / name, tmp_path / "in" / name)
+                given += 1
+            if not list((tmp_path / "out").glob("s-*/*.log")):  # the topic is not created yet
+                time.sleep(0.1)
+                continue
+            rows = (spark.read.format("segmentlog").load(str(tmp_path / "out"))
+                    .select("partition", "offset", "value").collect())
+            by_partition: dict[int, list[tuple[int, int]]] = {}
+            for r in rows:
+                by_partition.setdefault(r.partition, []).append((r.offset, int(r.value)))
+            ids = {}
+            for p, pairs in by_partition.items():
+                pairs.sort()
+                assert [o for o, _ in pairs] == list(range(len(pairs)))  # contiguous from 0
+                ids[p] = [v for _, v in pairs]
+            sizes.append(sq.check_prefix(ids, total))
+    finally:
+        query.stop()
+    assert sizes == sorted(sizes) and len(set(sizes)) == files  # each file's rows seen arrive
+    assert sizes[-1] == total
 
 
 def process_tree(root: int) -> list[int]:
