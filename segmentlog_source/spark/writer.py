@@ -36,6 +36,8 @@ from ..storage.commit.staging import (StagedFile, StagedFileWriter, batch_job_na
                                       open_job_dir, start_job, task_file_prefix)
 from ..storage.io.filesystem import filesystem_for
 from ..storage.log.data_dir import check_writable, topic_partition_counts
+from ..storage.log.topic_configs import CachedMetadataConfigs
+from ..values.kafka_internal.cluster_configs import metadata_topic_configs
 from .write_input import InputLayout, Router, input_layout
 
 log = logging.getLogger("segmentlog")
@@ -61,7 +63,8 @@ class WritePlan:
     def settings(self) -> committer.CommitSettings:
         o = self.opts
         return committer.CommitSettings(o.log_config, o.log_append_time, o.lock_timeout_ms,
-                                        o.staging_retention_ms, o.topic_configs)
+                                        o.staging_retention_ms, o.topic_configs,
+                                        CachedMetadataConfigs(metadata_topic_configs))
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """The sink and the topic configs of the data directory (topic_configs.py): the topic's file
 shapes the segments a write makes, options override it for one write, and a topic whose
-retention is configured is retained after each commit."""
+retention is configured is retained after each commit; in a Kafka 4.x data directory the
+cluster's configs (its KRaft metadata log) come first, under the file and the options."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from segmentlog_source.cli.main import main
 from segmentlog_source.storage.log.checkpoints import read_offset_checkpoint
 from segmentlog_source.storage.log.partition_log import PartitionLog
 from tests.storage.written_logs import assert_no_verify_errors
+from tests.values.test_metadata_image import config, topic, write_metadata
 
 pytestmark = pytest.mark.spark
 NOW_MS = int(time.time() * 1000)
@@ -63,6 +65,31 @@ def test_a_topic_with_retention_is_retained_after_each_commit(spark, tmp_path):
     write(spark, out, 150, 100, batch_size=1000, segment_bytes=3000)
     assert sum(sizes(out)) < 4000 + 3000
     assert PartitionLog.open(str(out / "c-0")).log_end_offset == 250
+    assert_no_verify_errors(out)
+
+
+def test_in_a_kraft_data_directory_the_clusters_configs_shape_and_retain(spark, tmp_path):
+    out = tmp_path / "data"
+    metadata = write_metadata(out, [topic("c", 1), config(2, "c", "segment.bytes", "3000"),
+                                    config(4, "", "log.retention.hours", "24")])
+    (out / "meta.properties").write_text("version=1\nnode.id=1\n")
+    before = {p.name: p.read_bytes() for p in metadata.iterdir()}
+    # the cluster-wide retention (a day) takes the 10 days old records once the commit is done
+    write(spark, out, 0, 100, days_old=10, batch_size=1000)
+    log = PartitionLog.open(str(out / "c-0"))
+    assert log.log_start_offset == log.log_end_offset == 100
+    write(spark, out, 100, 100, batch_size=1000)
+    assert len(sizes(out)) > 3 and max(sizes(out)) <= 3000    # the topic's segment.bytes
+    assert PartitionLog.open(str(out / "c-0")).log_start_offset == 100
+    # the topic's file is over the cluster's configs, an option over both
+    assert main(["config", str(out), "--topic", "c", "--set", "segment.bytes=20000"]) == 0
+    write(spark, out, 200, 100, batch_size=1000)
+    assert sizes(out)[-1] > 3000
+    write(spark, out, 300, 100, batch_size=1000, retention_ms=-1, segment_bytes=2000,
+          days_old=30)
+    assert PartitionLog.open(str(out / "c-0")).log_start_offset == 100
+    assert sizes(out)[-1] <= 2000
+    assert {p.name: p.read_bytes() for p in metadata.iterdir()} == before   # only read
     assert_no_verify_errors(out)
 
 

@@ -45,7 +45,8 @@ from ..log.data_dir import partition_dir, topic_id_of, topic_partition_counts
 from ..log.log_config import LogConfig
 from ..log.log_directory import PartitionDir
 from ..log.log_manager import DATA_DIR_LOCK, LogManager, update_checkpoints
-from ..log.topic_configs import read_topic_config, topic_log_config
+from ..log.topic_configs import (MetadataConfigs, cluster_topic_configs, read_topic_config,
+                                 topic_log_config)
 from ..log.partition_log import PartitionLog
 from ..log_files import LEADER_EPOCH_CHECKPOINT, RECOVERY_POINT_CHECKPOINT
 from .commit_log import (COMMITS, CommitManifest, PartitionCommit, last_committed_batch,
@@ -70,24 +71,32 @@ class CommitSettings:
     lock_timeout_ms: int = 60_000
     staging_retention_ms: int = 24 * 3600 * 1000
     # Topic configs given for this write (Kafka's names): over the topic's file, which is over
-    # `config`.
+    # the cluster's configs (a Kafka 4.x data directory's metadata log, read by
+    # `metadata_configs`; give a CachedMetadataConfigs to read it once per commit), which are
+    # over `config`.
     topic_configs: Mapping[str, str] = field(default_factory=dict)
+    metadata_configs: MetadataConfigs | None = None
 
     @property
     def sync(self) -> bool:
         return self.config.fsync != "none"
 
     def config_for(self, log_dir: str, topic: str, fs=LOCAL) -> LogConfig:
-        return topic_log_config(log_dir, topic, self.topic_configs, self.config, fs)
+        return topic_log_config(log_dir, topic, self.topic_configs, self.config, fs,
+                                self._cluster(log_dir, topic, fs))
 
     def retains(self, log_dir: str, topic: str, fs=LOCAL) -> bool:
         """Whether the sink applies retention to the topic after each commit: its
         cleanup.policy includes delete and retention.ms or retention.bytes was configured (in
-        its file or as an option; Kafka's default of 7 days alone does not delete what a
-        backfill writes)."""
-        given = {**read_topic_config(log_dir, topic, fs), **self.topic_configs}
+        the cluster's metadata, its file or as an option; Kafka's default of 7 days alone does
+        not delete what a backfill writes)."""
+        given = {**self._cluster(log_dir, topic, fs), **read_topic_config(log_dir, topic, fs),
+                 **self.topic_configs}
         return (("retention.ms" in given or "retention.bytes" in given)
                 and self.config_for(log_dir, topic, fs).delete)
+
+    def _cluster(self, log_dir: str, topic: str, fs) -> dict[str, tuple[str, str]]:
+        return cluster_topic_configs(self.metadata_configs, fs, log_dir, topic)
 
 
 @dataclass(frozen=True)
@@ -145,7 +154,8 @@ def _retain(log_dir: str, written: set[Key], settings: CommitSettings, fs) -> No
     if not retained:
         return
     manager = LogManager(log_dir, fs=fs, topics=retained, overrides=settings.topic_configs,
-                         lock_timeout_ms=settings.lock_timeout_ms)
+                         lock_timeout_ms=settings.lock_timeout_ms,
+                         metadata_configs=settings.metadata_configs)
     for topic, partition in sorted(written):
         if topic in retained:
             part = PartitionDir(partition_dir(log_dir, topic, partition, fs), topic, partition)

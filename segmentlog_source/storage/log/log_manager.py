@@ -38,7 +38,8 @@ from .log_directory import PartitionDir, find_partitions
 from .log_retention import RetentionResult, apply_retention
 from .offset_map import DEFAULT_DEDUPE_BUFFER_BYTES, OffsetMap
 from .partition_log import PartitionLog
-from .topic_configs import MetadataConfigs, topic_log_config
+from .topic_configs import (CachedMetadataConfigs, MetadataConfigs, cluster_topic_configs,
+                            topic_log_config)
 
 DATA_DIR_LOCK = ".lock"        # the broker's own data-directory lock (and the committer's)
 DEFAULT_LOCK_TIMEOUT_MS = 60_000
@@ -76,8 +77,8 @@ class LogManager:
             raise BadOptionError("dedupe_buffer_bytes", dedupe_buffer_bytes, "must be >= 1024")
         self.dedupe_buffer_bytes = dedupe_buffer_bytes
         self.lock_timeout_ms = lock_timeout_ms
-        self.metadata_configs = metadata_configs
-        self._cluster: dict[str, object] = {}    # data dir -> its metadata's topic configs
+        self.metadata_configs = (None if metadata_configs is None
+                                 else CachedMetadataConfigs(metadata_configs))
 
     def partitions(self) -> list[PartitionDir]:
         found = find_partitions(self.path, self.fs)
@@ -92,11 +93,7 @@ class LogManager:
     def cluster_configs(self, data_dir: str, topic: str) -> dict[str, tuple[str, str]]:
         """{name: (value, source)} of the topic's configs in the cluster's metadata ({} with no
         metadata log), read once per data directory."""
-        if self.metadata_configs is None:
-            return {}
-        if data_dir not in self._cluster:
-            self._cluster[data_dir] = self.metadata_configs(self.fs, data_dir) or {}
-        return dict(self._cluster[data_dir].get(topic, {}))
+        return cluster_topic_configs(self.metadata_configs, self.fs, data_dir, topic)
 
     def config(self, part: PartitionDir) -> LogConfig:
         base = LogConfig(cleanup_policy="compact") if compacted_by_default(part.topic) else None

@@ -89,6 +89,29 @@ MetadataConfigs = Callable[[object, str], Optional[Mapping[str, Mapping[str, tup
 DEFAULT_SOURCE, FILE_SOURCE, OPTIONS_SOURCE = "default", "file", "options"
 
 
+class CachedMetadataConfigs:
+    """A MetadataConfigs function whose answer for each data directory is read once (one
+    replay of the metadata log per commit or per upkeep run, not one per topic)."""
+
+    def __init__(self, read: MetadataConfigs):
+        self.read = read
+        self._answers: dict[str, Mapping[str, Mapping[str, tuple[str, str]]]] = {}
+
+    def __call__(self, fs, data_dir: str):
+        if data_dir not in self._answers:
+            self._answers[data_dir] = self.read(fs, data_dir) or {}
+        return self._answers[data_dir]
+
+
+def cluster_topic_configs(read: MetadataConfigs | None, fs, data_dir: str,
+                          topic: str) -> dict[str, tuple[str, str]]:
+    """{name: (value, source)} of the topic's configs in the cluster's metadata, by `read`
+    ({} without a function or a metadata log)."""
+    if read is None:
+        return {}
+    return dict((read(fs, data_dir) or {}).get(topic, {}))
+
+
 def topic_config_path(data_dir: str, topic: str, fs=LOCAL) -> str:
     return fs.join(data_dir, STATE_DIR, CONFIGS_DIR, f"{topic}.properties")
 
