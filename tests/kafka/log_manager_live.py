@@ -411,7 +411,7 @@ class BrokerCleaner:
     def __call__(self) -> None:
         self.cleaning.lowered_ms = int(time.time() * 1000)
         self.started = time.monotonic()
-        KafkaClient(self.broker.bootstrap).one("alter-topic", LM_KEYED, "--config",
+        KafkaClient(self.broker.bootstrap).one("alter-configs", f"topic:{LM_KEYED}", "--set",
                                                "min.cleanable.dirty.ratio=0.01")
 
     def wait(self) -> None:

@@ -146,7 +146,7 @@ def second_half(p: Producing) -> list[list]:
 def tail(p: Producing) -> list[list]:
     """Records that stay local: local retention is unlimited from here on."""
     return [
-        *(["alter-topic", t, "--config", "local.retention.ms=-2"] for t in PARTITIONS),
+        *(["alter-configs", f"topic:{t}", "--set", "local.retention.ms=-2"] for t in PARTITIONS),
         p.produce(PLAIN, 60, "--prefix", "tail", "--batch", 10, "--value-bytes", 100),
         p.produce(ZSTD, 50, "--prefix", "tail", "--codec", "zstd", "--batch", 10),
         p.produce(TXN, 20, "--prefix", "tail-c", "--txn", "commit", "--batch", 5),

@@ -11,7 +11,6 @@
 //
 //   describe-cluster
 //   create-topic T [--partitions N] [--config k=v]...
-//   alter-topic T [--config k=v]...      (incrementalAlterConfigs SET of each config)
 //   produce T [--codec C] [--count N] [--partitions N] [--batch N] [--base-ts MS] [--ts-step MS]
 //             [--late-every K] [--value-bytes N] [--prefix P] [--txn none|commit|abort]
 //             [--keys K]   (K > 0: every record has a key, record i that of i % K, so keys
@@ -148,7 +147,6 @@ public final class KafkaClient {
         switch (op) {
             case "describe-cluster": describeCluster(); break;
             case "create-topic": createTopic(a); break;
-            case "alter-topic": alterTopic(a); break;
             case "produce": produce(a); break;
             case "interleave": interleave(a); break;
             case "list-offsets": listOffsets(a); break;
@@ -335,19 +333,6 @@ public final class KafkaClient {
         emit("create-topic", "\"topic\":" + json(topic)
              + ",\"topicId\":" + json(r.topicId(topic).get().toString())
              + ",\"partitions\":" + partitions);
-    }
-
-    private void alterTopic(Args a) throws Exception {
-        String topic = a.topic();
-        List<AlterConfigOp> ops = new ArrayList<>();
-        for (String kv : a.all("config")) {
-            int eq = kv.indexOf('=');
-            ops.add(new AlterConfigOp(new ConfigEntry(kv.substring(0, eq), kv.substring(eq + 1)),
-                                      AlterConfigOp.OpType.SET));
-        }
-        ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
-        admin().incrementalAlterConfigs(Map.of(resource, ops)).all().get();
-        emit("alter-topic", "\"topic\":" + json(topic) + ",\"configs\":" + ops.size());
     }
 
     private void produce(Args a) throws Exception {
