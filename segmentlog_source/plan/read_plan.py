@@ -197,12 +197,17 @@ class _PartitionView:
 
 
 class _PendingCommits:
-    """Each data directory's unfinished segmentlog commits, read once per plan."""
+    """Each data directory's unfinished segmentlog commits, read after each partition's log
+    end offset (a commit may start between two partitions' reads: read once for the first, it
+    would leave the second uncapped). Objects in a store never change, nor does a commit
+    happen there: read once per plan."""
 
     def __init__(self):
         self._by_dir: dict[str, dict] = {}
 
     def __call__(self, fs, log_dir: str) -> dict:
+        if not fs.immutable_objects:
+            return pending_commit_offsets(log_dir, fs)
         if log_dir not in self._by_dir:
             self._by_dir[log_dir] = pending_commit_offsets(log_dir, fs)
         return self._by_dir[log_dir]
