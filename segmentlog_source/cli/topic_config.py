@@ -19,7 +19,7 @@ from ..plan.write_options import check_topic_name
 from ..storage.io.filesystem import filesystem_for
 from ..storage.log.data_dir import check_writable
 from ..storage.log.log_manager import DEFAULT_LOCK_TIMEOUT_MS
-from ..storage.log.topic_configs import (TOPIC_CONFIGS, config_sources,
+from ..storage.log.topic_configs import (TOPIC_CONFIGS, cluster_topic_configs, config_sources,
                                          read_topic_config, topic_config_path,
                                          topic_log_config, write_topic_config)
 from ..values.kafka_internal.cluster_configs import metadata_topic_configs
@@ -86,7 +86,7 @@ def run(args) -> int:
         updated = {k: v for k, v in {**stored, **changes}.items() if k not in args.delete}
         write_topic_config(path, args.topic, updated, fs)
         stored = updated
-    cluster = (metadata_topic_configs(fs, path) or {}).get(args.topic, {})
+    cluster = cluster_topic_configs(metadata_topic_configs, fs, path, args.topic)
     config = topic_log_config(path, args.topic, fs=fs, cluster=cluster)
     sources = config_sources(path, args.topic, fs=fs, cluster=cluster)
     rows = []

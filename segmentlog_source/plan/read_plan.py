@@ -326,11 +326,12 @@ def _plan_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter,
 
 
 def _salvage_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilter,
-                       plan: ReadPlan
+                       plan: ReadPlan, pending_commits
                        ) -> tuple[list[ScanTask], _IndexPositions, list[AbortedRange], None]:
     """failOnDataLoss=false, when a partition's indexes or tail cannot be trusted to plan it:
     every segment read whole from its first byte, the executor's salvaging scan keeping what
-    its neighbours vouch for; the range is the options' offsets (earliest, latest or numbers).
+    its neighbours vouch for; the range is the options' offsets (earliest, latest or numbers),
+    capped at an unfinished commit's start (read after the segments' sizes, as _end_view does).
     (Not for read_committed or timestamp bounds: plan_read does not salvage those. Nor is it
     cut by maxRecordsPerPartition: its offsets are not known until the executor reads them.)"""
     def fixed(bound, default: int) -> int:
@@ -358,6 +359,11 @@ def _salvage_partition(log: PartitionLog, opts: ReadOptions, row_filter: RowFilt
                 segment_base=segment.base_offset, ends_segment=True,
                 next_segment_base=next_base, named_offsets=named),
                 segment if segment.files_prefix is not None else None))
+    fs = log.fs
+    pending = pending_commits(fs, fs.dirname(log.directory)).get((log.topic, log.partition))
+    if pending is not None:
+        tasks = [replace(t, offset_hi=min(t.offset_hi, pending)) for t in tasks
+                 if t.segment_base < pending and t.offset_lo < pending]
     return _with_snapshot_ends(log, tasks), _IndexPositions(), [], None
 
 
@@ -501,7 +507,7 @@ def plan_read(opts: ReadOptions, row_filter: RowFilter = RowFilter()) -> ReadPla
                 raise
             # Salvaging: what could not be planned through the indexes is read whole.
             part.notes.append(f"{err}: reading the segments of {log.name} whole")
-            planned = _salvage_partition(log, opts, row_filter, part)
+            planned = _salvage_partition(log, opts, row_filter, part, pending_commits)
         log.fs.forget(log.directory)   # what the partition's planning read (object stores)
         return part, planned
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import time
 from contextlib import redirect_stdout
 from pathlib import Path
 import uuid
@@ -21,13 +22,18 @@ from segmentlog_source.cli.main import main
 from segmentlog_source.errors import BadOptionError, CorruptDataError
 from segmentlog_source.format.record_encoder import encode_batch
 from segmentlog_source.format.records import Record
+from segmentlog_source.storage.commit import committer
 from segmentlog_source.storage.io.local import LOCAL
+from segmentlog_source.storage.log.log_config import LogConfig
+from segmentlog_source.storage.log.partition_log import PartitionLog
 from segmentlog_source.storage.log.log_manager import LogManager
-from segmentlog_source.storage.log.topic_configs import write_topic_config
+from segmentlog_source.storage.log.topic_configs import (CachedMetadataConfigs,
+                                                         write_topic_config)
 from segmentlog_source.values.kafka_internal.cluster_configs import metadata_topic_configs
 from segmentlog_source.values.kafka_internal.cluster_state import cluster_state
 from segmentlog_source.values.kafka_internal.metadata_image import load_image
 from tests.storage.helpers import make_batch
+from tests.storage.written_logs import stage
 from tests.storage.test_kraft_snapshot import snapshot_bytes
 from tests.values import metadata_samples as ms
 
@@ -283,6 +289,50 @@ def test_without_a_metadata_log_configs_are_as_before(tmp_path):
     manager = LogManager(str(tmp_path), metadata_configs=metadata_topic_configs)
     assert manager.config(manager.partitions()[0]).retention_ms == 7 * 24 * 3_600_000
     json.dumps(manager.cluster_configs(str(tmp_path), "t"))
+
+
+def commit_values(data_dir: Path, job: str, count: int, timestamp: int, settings) -> None:
+    files = stage(data_dir, job, {("c", 0): [b"v" * 150 + b"%d" % i for i in range(count)]},
+                  timestamp=timestamp, max_records=2)
+    committer.commit(str(data_dir), committer.CommitRequest(job, tuple(files), {"c": 1}),
+                     settings)
+
+
+def sink_settings(**topic_configs) -> committer.CommitSettings:
+    return committer.CommitSettings(LogConfig(fsync="none"), topic_configs=topic_configs,
+                                    metadata_configs=CachedMetadataConfigs(
+                                        metadata_topic_configs))
+
+
+def test_the_sinks_commits_take_the_cluster_wide_configs_before_any_topic_exists(tmp_path):
+    """A metadata log with no topic yet still holds the configs every topic takes."""
+    write_metadata(tmp_path, [config(4, "", "log.segment.bytes", "3000"),
+                              config(4, "", "log.retention.hours", "24")])
+    (tmp_path / "meta.properties").write_text("version=1\nnode.id=1\n")
+    now = int(time.time() * 1000)
+    commit_values(tmp_path, "old", 60, now - 10 * 86_400_000, sink_settings())
+    log = PartitionLog.open(str(tmp_path / "c-0"))
+    assert log.log_start_offset == log.log_end_offset == 60      # a day's retention
+    commit_values(tmp_path, "new", 60, now, sink_settings())
+    sizes = [seg.size for seg in PartitionLog.open(str(tmp_path / "c-0")).segments]
+    assert len(sizes) > 3 and max(sizes) <= 3000                  # log.segment.bytes
+
+
+def test_the_sink_retains_by_the_limit_configured_only(tmp_path):
+    """retention.bytes alone (here the cluster's) keeps the topic to that size: Kafka's
+    default retention.ms of 7 days does not delete the 10 days old records it was given."""
+    write_metadata(tmp_path, [topic("c", 1), config(4, "", "log.retention.bytes", "5000")])
+    (tmp_path / "meta.properties").write_text("version=1\nnode.id=1\n")
+    old = int(time.time() * 1000) - 10 * 86_400_000
+    commit_values(tmp_path, "a", 100, old, sink_settings(**{"segment.bytes": "2000"}))
+    log = PartitionLog.open(str(tmp_path / "c-0"))
+    assert 0 < log.log_start_offset < log.log_end_offset == 100
+    assert 5000 <= sum(seg.size for seg in log.segments) < 5000 + 2000   # Kafka's size rule
+    # with retention.ms configured too, both limits apply
+    commit_values(tmp_path, "b", 10, old, sink_settings(**{"segment.bytes": "2000",
+                                                             "retention.ms": "86400000"}))
+    log = PartitionLog.open(str(tmp_path / "c-0"))
+    assert log.log_start_offset == log.log_end_offset == 110
 
 
 def test_the_command_at_an_offset_or_a_time(tmp_path, capsys):

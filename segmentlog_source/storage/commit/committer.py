@@ -85,15 +85,19 @@ class CommitSettings:
         return topic_log_config(log_dir, topic, self.topic_configs, self.config, fs,
                                 self._cluster(log_dir, topic, fs))
 
-    def retains(self, log_dir: str, topic: str, fs=LOCAL) -> bool:
-        """Whether the sink applies retention to the topic after each commit: its
-        cleanup.policy includes delete and retention.ms or retention.bytes was configured (in
-        the cluster's metadata, its file or as an option; Kafka's default of 7 days alone does
-        not delete what a backfill writes)."""
+    def retention_overrides(self, log_dir: str, topic: str, fs=LOCAL) -> dict[str, str] | None:
+        """The overrides the sink's retention after a commit runs with, or None when it does
+        not retain the topic. It retains when the topic's cleanup.policy includes delete and
+        retention.ms or retention.bytes is configured (in the cluster's metadata, its file or
+        as an option), and then by that limit only: Kafka's default of 7 days never deletes
+        what a backfill writes, so a topic given retention.bytes alone is kept to that size."""
         given = {**self._cluster(log_dir, topic, fs), **read_topic_config(log_dir, topic, fs),
                  **self.topic_configs}
-        return (("retention.ms" in given or "retention.bytes" in given)
-                and self.config_for(log_dir, topic, fs).delete)
+        if not (("retention.ms" in given or "retention.bytes" in given)
+                and self.config_for(log_dir, topic, fs).delete):
+            return None
+        return {**({} if "retention.ms" in given else {"retention.ms": "-1"}),
+                **self.topic_configs}
 
     def _cluster(self, log_dir: str, topic: str, fs) -> dict[str, tuple[str, str]]:
         return cluster_topic_configs(self.metadata_configs, fs, log_dir, topic)
@@ -149,15 +153,14 @@ def commit(log_dir: str, request: CommitRequest, settings: CommitSettings,
 def _retain(log_dir: str, written: set[Key], settings: CommitSettings, fs) -> None:
     """Retention on the partitions just written, where the topic asks for it. The commit is
     done: a partition another writer holds past lock_timeout_ms is left for the next commit."""
-    topics = {topic for topic, _ in written}
-    retained = {t for t in topics if settings.retains(log_dir, t, fs)}
-    if not retained:
-        return
-    manager = LogManager(log_dir, fs=fs, topics=retained, overrides=settings.topic_configs,
-                         lock_timeout_ms=settings.lock_timeout_ms,
-                         metadata_configs=settings.metadata_configs)
-    for topic, partition in sorted(written):
-        if topic in retained:
+    for topic in sorted({topic for topic, _ in written}):
+        overrides = settings.retention_overrides(log_dir, topic, fs)
+        if overrides is None:
+            continue
+        manager = LogManager(log_dir, fs=fs, topics=[topic], overrides=overrides,
+                             lock_timeout_ms=settings.lock_timeout_ms,
+                             metadata_configs=settings.metadata_configs)
+        for partition in sorted(p for t, p in written if t == topic):
             part = PartitionDir(partition_dir(log_dir, topic, partition, fs), topic, partition)
             try:
                 manager.retain_partition(part)

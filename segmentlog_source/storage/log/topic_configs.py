@@ -98,18 +98,20 @@ class CachedMetadataConfigs:
         self._answers: dict[str, Mapping[str, Mapping[str, tuple[str, str]]]] = {}
 
     def __call__(self, fs, data_dir: str):
-        if data_dir not in self._answers:
-            self._answers[data_dir] = self.read(fs, data_dir) or {}
-        return self._answers[data_dir]
+        key = data_dir.rstrip("/") or data_dir
+        if key not in self._answers:
+            self._answers[key] = self.read(fs, data_dir)
+        return self._answers[key]
 
 
 def cluster_topic_configs(read: MetadataConfigs | None, fs, data_dir: str,
                           topic: str) -> dict[str, tuple[str, str]]:
     """{name: (value, source)} of the topic's configs in the cluster's metadata, by `read`
     ({} without a function or a metadata log)."""
-    if read is None:
-        return {}
-    return dict((read(fs, data_dir) or {}).get(topic, {}))
+    found = None if read is None else read(fs, data_dir)
+    # (not `or {}`: a metadata log with no topic yet answers an empty mapping that still holds
+    # the broker-level configs every topic takes)
+    return {} if found is None else dict(found.get(topic, {}))
 
 
 def topic_config_path(data_dir: str, topic: str, fs=LOCAL) -> str:
