@@ -23,6 +23,7 @@ from segmentlog_source.errors import BadOptionError, CorruptDataError
 from segmentlog_source.format.record_encoder import encode_batch
 from segmentlog_source.format.records import Record
 from segmentlog_source.storage.commit import committer
+from segmentlog_source.storage.commit.commit_log import read_pending
 from segmentlog_source.storage.io.local import LOCAL
 from segmentlog_source.storage.log.log_config import LogConfig
 from segmentlog_source.storage.log.partition_log import PartitionLog
@@ -333,6 +334,20 @@ def test_the_sink_retains_by_the_limit_configured_only(tmp_path):
                                                              "retention.ms": "86400000"}))
     log = PartitionLog.open(str(tmp_path / "c-0"))
     assert log.log_start_offset == log.log_end_offset == 110
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_a_hostile_metadata_log_fails_the_sinks_commit_before_any_append(tmp_path, case):
+    """The sink reads a new input, the metadata log: damaged, the commit is an error naming
+    its file, and no partition gets a record (the staged rows wait for the write's retry)."""
+    now = int(time.time() * 1000)
+    commit_values(tmp_path, "first", 10, now, committer.CommitSettings(LogConfig(fsync="none")))
+    part = write_metadata(tmp_path, HOSTILE[case][0], per_batch=1)
+    with pytest.raises(CorruptDataError) as err:
+        commit_values(tmp_path, "second", 10, now, sink_settings())
+    assert str(part / "00000000000000000000.log") in str(err.value)
+    assert PartitionLog.open(str(tmp_path / "c-0")).log_end_offset == 10
+    assert read_pending(str(tmp_path)) == []      # no commit left half done
 
 
 def test_the_command_at_an_offset_or_a_time(tmp_path, capsys):
