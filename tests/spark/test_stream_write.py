@@ -70,9 +70,11 @@ def test_a_reader_in_a_loop_sees_a_consistent_prefix_while_a_query_writes(spark,
             sizes.append(sq.check_prefix(ids, total))
     finally:
         query.stop()
-    # each file's rows seen arrive (a read may also find the topic created but still empty)
+    # each file's rows seen arrive; a read may also find the topic created but still empty, or
+    # stop inside a commit that finished while it was planned (per partition still a prefix:
+    # commit_log.py, "alignment")
     assert sizes == sorted(sizes)
-    assert set(sizes) - {0} == {40 * n for n in range(1, files + 1)}
+    assert {40 * n for n in range(1, files + 1)} <= set(sizes)
     assert sizes[-1] == total
 
 
